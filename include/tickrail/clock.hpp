@@ -1,0 +1,126 @@
+// Clock: a calibrated TSC timestamp for the hot path, with a CLOCK_MONOTONIC_RAW fallback.
+//
+// Clock::now() returns "clock ticks": TSC cycles when the TSC is usable, nanoseconds of
+// CLOCK_MONOTONIC_RAW otherwise. Convert differences with to_ns(). Tick::send_ts carries these
+// ticks, so two processes on one host compare timestamps only when both use the TSC (an
+// invariant TSC is one counter for the whole host).
+//
+// Choice of instruction: LFENCE; RDTSC; LFENCE. The leading LFENCE keeps the read from being
+// hoisted above earlier loads (so a receive timestamp is taken after the tick was read); the
+// trailing one keeps later instructions from starting before the read (so a send timestamp is
+// taken before the tick is written). RDTSCP orders only the earlier side and also reads
+// IA32_TSC_AUX, which we do not need. Both fences cost ~20-40 cycles together.
+//
+// The TSC is used when it is invariant (CPUID 80000007H EDX bit 8, or the kernel's constant_tsc
+// and nonstop_tsc flags) and its calibration against CLOCK_MONOTONIC_RAW is consistent.
+// TICKRAIL_CLOCK=monotonic forces the fallback; TICKRAIL_CLOCK=tsc uses the TSC even when it is
+// not reported invariant (virtual machines that hide the CPUID bit).
+#pragma once
+
+#include <time.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define TICKRAIL_HAVE_TSC 1
+#else
+#define TICKRAIL_HAVE_TSC 0
+#endif
+
+namespace tickrail {
+
+enum class ClockSource : std::uint8_t {
+  uncalibrated = 0,  // Clock::instance() has not run yet
+  tsc = 1,
+  monotonic_raw = 2,
+};
+
+[[nodiscard]] const char* to_string(ClockSource s) noexcept;
+
+namespace detail {
+
+// Set once by calibration; now() reads it relaxed (a plain load on x86).
+inline std::atomic<ClockSource> clock_source{ClockSource::uncalibrated};
+
+[[nodiscard]] inline std::uint64_t monotonic_raw_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);  // vDSO: no system call
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+[[nodiscard]] inline std::uint64_t read_tsc() noexcept {
+#if TICKRAIL_HAVE_TSC
+  _mm_lfence();
+  const std::uint64_t t = __rdtsc();
+  _mm_lfence();
+  return t;
+#else
+  return monotonic_raw_ns();
+#endif
+}
+
+// Cold path of now(): calibrates (Clock::instance()) then reads.
+[[nodiscard]] std::uint64_t clock_now_first() noexcept;
+
+}  // namespace detail
+
+// What the CPU and the kernel say about the TSC.
+struct TscFlags {
+  bool cpuid_invariant = false;  // CPUID 80000007H EDX bit 8
+  bool constant_tsc = false;     // /proc/cpuinfo flags
+  bool nonstop_tsc = false;
+  [[nodiscard]] bool invariant() const noexcept {
+    return cpuid_invariant || (constant_tsc && nonstop_tsc);
+  }
+};
+
+// CPUID of this CPU, flags from <root>/proc/cpuinfo ("/" on a real host; a test tree otherwise).
+[[nodiscard]] TscFlags read_tsc_flags(const std::string& root = "/");
+
+class Clock {
+ public:
+  // Calibrates on first call (about 150 ms), thread-safe; never throws.
+  static const Clock& instance();
+
+  // Hot path: clock ticks (see above). Calls instance() itself the first time, so ticks are
+  // always in one unit; call instance() at startup to keep the calibration off the hot path.
+  [[nodiscard]] static std::uint64_t now() noexcept {
+    const ClockSource s = detail::clock_source.load(std::memory_order_relaxed);
+    if (s == ClockSource::tsc) [[likely]] return detail::read_tsc();
+    if (s == ClockSource::monotonic_raw) return detail::monotonic_raw_ns();
+    return detail::clock_now_first();
+  }
+
+  [[nodiscard]] double ns_per_tick() const noexcept { return ns_per_tick_; }
+  [[nodiscard]] double ticks_per_ns() const noexcept { return 1.0 / ns_per_tick_; }
+  [[nodiscard]] double to_ns(std::uint64_t ticks) const noexcept {
+    return static_cast<double>(ticks) * ns_per_tick_;
+  }
+  // Rounded to the nearest tick; negative ns give 0.
+  [[nodiscard]] std::uint64_t ns_to_ticks(double ns) const noexcept;
+
+  [[nodiscard]] ClockSource source() const noexcept { return source_; }
+  [[nodiscard]] bool using_tsc() const noexcept { return source_ == ClockSource::tsc; }
+  [[nodiscard]] bool tsc_invariant() const noexcept { return flags_.invariant(); }
+  [[nodiscard]] const TscFlags& tsc_flags() const noexcept { return flags_; }
+  // TSC frequencies measured by each calibration window, in GHz (empty when not measured).
+  [[nodiscard]] const std::vector<double>& calibration_ghz() const noexcept { return samples_ghz_; }
+  // e.g. "TSC 2.994 GHz, invariant" or "CLOCK_MONOTONIC_RAW (forced by TICKRAIL_CLOCK=monotonic)".
+  [[nodiscard]] std::string describe() const;
+
+ private:
+  Clock();
+
+  double ns_per_tick_ = 1.0;
+  ClockSource source_ = ClockSource::monotonic_raw;
+  TscFlags flags_;
+  std::vector<double> samples_ghz_;
+  std::string note_;  // why the fallback was taken, or that the TSC was forced
+};
+
+}  // namespace tickrail

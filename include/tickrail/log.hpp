@@ -1,0 +1,24 @@
+// Logging for the control plane: one asynchronous spdlog logger writing to stderr.
+//
+// Never call it from a publish or poll path: formatting allocates and the queue may block.
+// The level comes from TICKRAIL_LOG (trace, debug, info, warn, error, critical, off; default
+// info), read when the logger is first created. A background thread writes the messages; the
+// queue is flushed when the process exits normally.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <memory>
+#include <optional>
+#include <string_view>
+
+namespace tickrail {
+
+// The process-wide tickrail logger (named "tickrail"), created on first use; thread-safe.
+// Use as logger()->info("...", args).
+[[nodiscard]] const std::shared_ptr<spdlog::logger>& logger();
+
+// "trace".."off" (also spdlog's "warning" and "err"); nullopt for anything else.
+[[nodiscard]] std::optional<spdlog::level::level_enum> parse_log_level(std::string_view name);
+
+}  // namespace tickrail

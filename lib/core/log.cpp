@@ -1,0 +1,59 @@
+#include "tickrail/log.hpp"
+
+#include <spdlog/async.h>
+#include <spdlog/async_logger.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+namespace tickrail {
+namespace {
+
+constexpr std::size_t kQueueSize = 8192;
+
+struct AsyncLog {
+  // Our own pool, not spdlog's global one, so an application's spdlog setup is left alone.
+  std::shared_ptr<spdlog::details::thread_pool> pool =
+      std::make_shared<spdlog::details::thread_pool>(kQueueSize, 1);
+  std::shared_ptr<spdlog::logger> log;
+
+  AsyncLog() {
+    auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+    // Control-plane messages are rare and must not be lost: block when the queue is full.
+    log = std::make_shared<spdlog::async_logger>("tickrail", std::move(sink), pool,
+                                                 spdlog::async_overflow_policy::block);
+    log->set_pattern("%Y-%m-%dT%H:%M:%S.%f %^%l%$ tickrail: %v");
+    const char* env = std::getenv("TICKRAIL_LOG");
+    const auto level = parse_log_level(env != nullptr ? env : "info");
+    log->set_level(level.value_or(spdlog::level::info));
+    log->flush_on(spdlog::level::warn);
+    if (env != nullptr && !level) {
+      log->warn("TICKRAIL_LOG='{}' is not one of trace, debug, info, warn, error, critical, off: "
+                "using info", env);
+    }
+  }
+  ~AsyncLog() { log->flush(); }
+};
+
+}  // namespace
+
+const std::shared_ptr<spdlog::logger>& logger() {
+  static AsyncLog instance;
+  return instance.log;
+}
+
+std::optional<spdlog::level::level_enum> parse_log_level(std::string_view name) {
+  using spdlog::level::level_enum;
+  if (name == "trace") return level_enum::trace;
+  if (name == "debug") return level_enum::debug;
+  if (name == "info") return level_enum::info;
+  if (name == "warn" || name == "warning") return level_enum::warn;
+  if (name == "error" || name == "err") return level_enum::err;
+  if (name == "critical") return level_enum::critical;
+  if (name == "off") return level_enum::off;
+  return std::nullopt;
+}
+
+}  // namespace tickrail
