@@ -1,0 +1,91 @@
+// Publisher: sequences ticks and delivers each one to every subscriber's ring.
+//
+// Threading: one thread publishes (publish() is not thread-safe; several producing threads use
+// ThreadedPublisher). Control-plane calls (subscribers(), close()) may come from any thread.
+// The transport is chosen by PublisherConfig::transport; the API is the same for all.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tickrail/config.hpp"
+#include "tickrail/tick.hpp"
+
+namespace tickrail {
+
+enum class PublishStatus : std::uint8_t {
+  ok,              // every tick was delivered to every subscriber
+  back_pressured,  // a block/disconnect subscriber's ring is full: `published` < count asked
+  no_subscribers,  // ticks were sequenced, but nobody was subscribed to receive them
+  closed,          // the publisher was closed: nothing was published
+};
+
+struct [[nodiscard]] PublishResult {
+  PublishStatus status = PublishStatus::ok;
+  std::uint32_t published = 0;  // ticks accepted (sequenced), from the front of the span
+  std::uint64_t blocked = 0;    // bit i set: subscriber slot i had no room
+  [[nodiscard]] bool ok() const noexcept { return status == PublishStatus::ok; }
+};
+
+struct PublisherCounters {
+  std::uint64_t published = 0;       // ticks sequenced
+  std::uint64_t back_pressured = 0;  // publish calls that could not deliver everything
+  std::uint64_t unheard = 0;         // ticks sequenced while nobody subscribed
+  std::uint64_t evictions = 0;       // subscribers evicted by the disconnect policy
+  std::uint64_t reclaimed = 0;       // subscribers found dead and reclaimed
+};
+
+struct SubscriberStatus {
+  std::uint32_t slot = 0;
+  int pid = 0;                 // shm: the subscriber's process
+  std::string peer;            // rdma: the subscriber's address
+  SlowConsumerPolicy policy{};
+  std::string state;           // "requested", "active", "evicted", ...
+  std::uint64_t position = 0;  // next sequence it expects (its credit)
+  std::uint64_t lag = 0;       // ticks published that it has not consumed
+};
+
+namespace detail {
+class PublisherTransport;
+}
+
+class Publisher {
+ public:
+  // Creates the channel (throws Error: bad config, channel already published by a live process,
+  // no memory). Subscribers may attach from then on.
+  explicit Publisher(const PublisherConfig& config);
+  ~Publisher();
+  Publisher(Publisher&&) noexcept;
+  Publisher& operator=(Publisher&&) noexcept;
+  Publisher(const Publisher&) = delete;
+  Publisher& operator=(const Publisher&) = delete;
+
+  // Fast path: never throws, allocates, logs or makes a system call of its own.
+  PublishResult publish(const Tick& tick) noexcept;
+  PublishResult publish(std::span<const Tick> ticks) noexcept;
+
+  // Applies subscriber changes (attaches, detaches, dead ones reclaimed) without publishing.
+  // publish() does this too; call it from an idle publishing loop so that subscribers become
+  // active before the next tick. Same thread as publish().
+  void service() noexcept;
+
+  [[nodiscard]] std::uint64_t next_sequence() const noexcept;
+  [[nodiscard]] std::uint32_t subscriber_count() const noexcept;  // active ones, fast
+  [[nodiscard]] const PublisherCounters& counters() const noexcept;
+
+  // Control plane.
+  [[nodiscard]] std::vector<SubscriberStatus> subscribers() const;
+  [[nodiscard]] const PublisherConfig& config() const noexcept;
+  // Marks the channel closed (subscribers see it after draining) and releases it. Idempotent.
+  void close() noexcept;
+
+ private:
+  std::unique_ptr<detail::PublisherTransport> impl_;
+};
+
+[[nodiscard]] const char* to_string(PublishStatus s) noexcept;
+
+}  // namespace tickrail

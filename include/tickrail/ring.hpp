@@ -1,0 +1,141 @@
+// Ring: the slot layout and commit protocol shared by every ring transport.
+//
+// A ring is a power-of-two array of 64-byte slots; tick `seq` lives in slot `seq & (capacity-1)`.
+// The slot's last word is the tick's sequence number and commits the slot: the writer stores it
+// last with release semantics (a CPU store, or a NIC placing an RDMA WRITE in address order), the
+// reader loads it first with acquire semantics. Sequence numbers start at 1; a slot holding 0
+// was never written, or is being overwritten (see write_slot).
+//
+// The reader is lapped when it finds a sequence number ahead of the one it expects: the writer
+// has gone a whole ring past it. It then resumes at the oldest tick that can still be intact
+// and counts every tick it skipped as lost, so received + lost always equals what was published
+// up to its position.
+//
+// Slots are accessed only as 64-bit words through std::atomic_ref: a plain memcpy racing with
+// the writer would be a data race even where the bytes are discarded afterwards.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+
+#include "tickrail/tick.hpp"
+
+namespace tickrail {
+
+struct alignas(kCacheLine) Slot {
+  std::uint64_t words[8];
+};
+static_assert(sizeof(Slot) == sizeof(Tick));
+inline constexpr unsigned kSeqWord = 7;  // offsetof(Tick, seq) / 8
+static_assert(offsetof(Tick, seq) == kSeqWord * sizeof(std::uint64_t));
+
+[[nodiscard]] constexpr bool is_valid_ring_capacity(std::uint64_t c) noexcept {
+  return c >= 2 && (c & (c - 1)) == 0 && c <= (std::uint64_t{1} << 30);
+}
+
+namespace ring_detail {
+inline std::uint64_t load_relaxed(std::uint64_t& w) noexcept {
+  return std::atomic_ref<std::uint64_t>(w).load(std::memory_order_relaxed);
+}
+inline std::uint64_t load_acquire(std::uint64_t& w) noexcept {
+  return std::atomic_ref<std::uint64_t>(w).load(std::memory_order_acquire);
+}
+inline void store_relaxed(std::uint64_t& w, std::uint64_t v) noexcept {
+  std::atomic_ref<std::uint64_t>(w).store(v, std::memory_order_relaxed);
+}
+}  // namespace ring_detail
+
+// Writes `t` with sequence number `seq` into `slot` (CPU writer). When the slot may still be
+// read by a lapped reader (policies that overwrite), `may_be_read` first zeroes the commit word
+// so that a reader racing with the copy sees its re-check fail instead of a torn tick.
+inline void write_slot(Slot& slot, const Tick& t, std::uint64_t seq, std::uint64_t send_ts,
+                       bool may_be_read) noexcept {
+  using namespace ring_detail;
+  std::uint64_t w[8];
+  std::memcpy(w, &t, sizeof w);
+  w[0] = send_ts;
+  if (may_be_read) {
+    store_relaxed(slot.words[kSeqWord], 0);
+    std::atomic_thread_fence(std::memory_order_release);
+  }
+  for (unsigned i = 0; i < kSeqWord; ++i) store_relaxed(slot.words[i], w[i]);
+  std::atomic_ref<std::uint64_t>(slot.words[kSeqWord]).store(seq, std::memory_order_release);
+}
+
+// Single-consumer reader of one ring. Owned by one thread; not shareable.
+class RingReader {
+ public:
+  RingReader() noexcept = default;
+  // `credit` receives the next sequence this reader expects (all below it are consumed) after
+  // every poll that delivered something; the writer reads it to know which slots it may reuse.
+  RingReader(Slot* slots, std::uint64_t capacity, std::uint64_t first_seq,
+             std::atomic<std::uint64_t>* credit) noexcept
+      : slots_(slots), mask_(capacity - 1), capacity_(capacity), next_(first_seq),
+        credit_(credit) {}
+
+  // Delivers up to `limit` committed ticks in sequence order to `handler(const Tick&)` and
+  // returns how many. Never blocks, allocates, throws or makes a system call.
+  template <class Handler>
+  std::size_t poll(Handler&& handler, std::size_t limit) noexcept {
+    using namespace ring_detail;
+    std::size_t n = 0;
+    while (n < limit) {
+      Slot& s = slots_[next_ & mask_];
+      const std::uint64_t seq = load_acquire(s.words[kSeqWord]);
+      if (seq != next_) {
+        if (seq > next_) {
+          skip_lapped(seq);
+          continue;
+        }
+        break;  // not yet written (or being overwritten: the next look finds the lap)
+      }
+      alignas(kCacheLine) std::uint64_t w[8];
+      for (unsigned i = 0; i < kSeqWord; ++i) w[i] = load_relaxed(s.words[i]);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (load_relaxed(s.words[kSeqWord]) != seq) [[unlikely]] {
+        continue;  // overwritten while we copied: discard the copy, re-examine the slot
+      }
+      w[kSeqWord] = seq;
+      Tick t;
+      std::memcpy(&t, w, sizeof t);
+      ++next_;
+      ++n;
+      handler(static_cast<const Tick&>(t));
+    }
+    if (n != 0) {
+      received_ += n;
+      if (credit_ != nullptr) credit_->store(next_, std::memory_order_release);
+    }
+    return n;
+  }
+
+  [[nodiscard]] std::uint64_t next_seq() const noexcept { return next_; }
+  [[nodiscard]] std::uint64_t received() const noexcept { return received_; }
+  [[nodiscard]] std::uint64_t lost() const noexcept { return lost_; }
+  [[nodiscard]] std::uint64_t laps() const noexcept { return laps_; }
+  [[nodiscard]] std::uint64_t capacity() const noexcept { return capacity_; }
+  [[nodiscard]] bool valid() const noexcept { return slots_ != nullptr; }
+
+ private:
+  void skip_lapped(std::uint64_t seen) noexcept {
+    // `seen` shares our slot, so the writer has committed through it; the oldest tick that can
+    // still be intact is one ring behind it. Always move forward, even on a garbage value.
+    std::uint64_t resume = seen >= capacity_ ? seen - capacity_ + 1 : 0;
+    if (resume <= next_) resume = next_ + 1;
+    lost_ += resume - next_;
+    ++laps_;
+    next_ = resume;
+  }
+
+  Slot* slots_ = nullptr;
+  std::uint64_t mask_ = 0;
+  std::uint64_t capacity_ = 0;
+  std::uint64_t next_ = 1;
+  std::uint64_t received_ = 0;
+  std::uint64_t lost_ = 0;
+  std::uint64_t laps_ = 0;
+  std::atomic<std::uint64_t>* credit_ = nullptr;
+};
+
+}  // namespace tickrail

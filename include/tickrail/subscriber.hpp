@@ -1,0 +1,92 @@
+// Subscriber: receives a publisher's ticks, in sequence order, by busy-polling.
+//
+// Threading: one thread polls. poll() is the fast path: it never blocks, throws, allocates, logs
+// or makes a system call. Ring transports (shared memory; RDMA RC in memory-polling mode) are
+// polled inline right here; others go through one indirect call per poll.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "tickrail/config.hpp"
+#include "tickrail/ring.hpp"
+#include "tickrail/tick.hpp"
+
+namespace tickrail {
+
+enum class SubscriberState : std::uint8_t {
+  connecting,      // attached; waiting for the publisher to start serving it
+  active,          // receiving
+  evicted,         // the publisher evicted it (reason() says why); what arrived can be drained
+  publisher_gone,  // the publisher closed or went silent; what arrived can be drained
+  closed,
+};
+
+struct SubscriberCounters {
+  std::uint64_t received = 0;  // ticks delivered to the handler
+  std::uint64_t lost = 0;      // ticks skipped because the publisher lapped us (drop policy)
+  std::uint64_t laps = 0;      // how many times that happened
+};
+
+namespace detail {
+class SubscriberTransport;
+
+// A non-owning, non-allocating reference to a callable, for transports polled out of line.
+class TickSink {
+ public:
+  template <class F>
+  explicit TickSink(F& f) noexcept
+      : obj_(&f), call_([](void* o, const Tick& t) { (*static_cast<F*>(o))(t); }) {}
+  void operator()(const Tick& t) const { call_(obj_, t); }
+
+ private:
+  void* obj_;
+  void (*call_)(void*, const Tick&);
+};
+}  // namespace detail
+
+class Subscriber {
+ public:
+  // Attaches (throws Error: bad config; channel missing after attach_timeout, of another
+  // version, truncated or full; geometry mismatch).
+  explicit Subscriber(const SubscriberConfig& config);
+  ~Subscriber();
+  Subscriber(Subscriber&&) noexcept;
+  Subscriber& operator=(Subscriber&&) noexcept;
+  Subscriber(const Subscriber&) = delete;
+  Subscriber& operator=(const Subscriber&) = delete;
+
+  // Delivers up to `limit` available ticks to `handler(const Tick&)` in one batch; returns how
+  // many. Ticks that arrived before an eviction or the publisher's end are still delivered.
+  template <class Handler>
+  std::size_t poll(Handler&& handler, std::size_t limit = 256) noexcept {
+    static_assert(std::is_invocable_v<Handler&, const Tick&>, "handler(const Tick&)");
+    if (ring_ != nullptr) [[likely]] return ring_->poll(handler, limit);
+    return poll_indirect(detail::TickSink(handler), limit);
+  }
+
+  // Cheap (no system call): reads shared state written by the publisher.
+  [[nodiscard]] SubscriberState state() const noexcept;
+  [[nodiscard]] SubscriberCounters counters() const noexcept;
+  [[nodiscard]] std::uint64_t next_sequence() const noexcept;
+
+  // Control plane.
+  // Waits (bounded) until the publisher serves this subscriber; false on timeout or end.
+  bool wait_active(std::chrono::milliseconds timeout);
+  [[nodiscard]] std::string reason() const;  // why evicted or gone, in words
+  [[nodiscard]] const SubscriberConfig& config() const noexcept;
+  void close() noexcept;
+
+ private:
+  std::size_t poll_indirect(detail::TickSink sink, std::size_t limit) noexcept;
+
+  std::unique_ptr<detail::SubscriberTransport> impl_;
+  RingReader* ring_ = nullptr;  // owned by impl_ for ring transports
+};
+
+[[nodiscard]] const char* to_string(SubscriberState s) noexcept;
+
+}  // namespace tickrail

@@ -1,0 +1,31 @@
+// The one place that knows every transport.
+#include "tickrail/error.hpp"
+#include "transport/shm/shm_publisher.hpp"
+#include "transport/shm/shm_subscriber.hpp"
+#include "transport/transport.hpp"
+
+namespace tickrail::detail {
+
+std::unique_ptr<PublisherTransport> make_publisher_transport(const PublisherConfig& config) {
+  config.validate();
+  switch (config.transport) {
+    case TransportKind::shm: return std::make_unique<shm::ShmPublisher>(config);
+    case TransportKind::rc:
+    case TransportKind::ud: break;
+  }
+  throw Error(Errc::unsupported, std::string("publisher transport '") + to_string(config.transport) +
+                                     "' is not available in this build");
+}
+
+std::unique_ptr<SubscriberTransport> make_subscriber_transport(const SubscriberConfig& config) {
+  config.validate();
+  switch (config.transport) {
+    case TransportKind::shm: return std::make_unique<shm::ShmSubscriber>(config);
+    case TransportKind::rc:
+    case TransportKind::ud: break;
+  }
+  throw Error(Errc::unsupported, std::string("subscriber transport '") +
+                                     to_string(config.transport) + "' is not available in this build");
+}
+
+}  // namespace tickrail::detail

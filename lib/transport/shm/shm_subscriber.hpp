@@ -1,0 +1,45 @@
+// Shared-memory subscriber: claims an entry of the channel, then reads its ring inline.
+#pragma once
+
+#include "transport/shm/segment.hpp"
+#include "transport/transport.hpp"
+
+namespace tickrail::shm {
+
+class ShmSubscriber final : public detail::SubscriberTransport {
+ public:
+  explicit ShmSubscriber(const SubscriberConfig& config);
+  ~ShmSubscriber() override;
+
+  RingReader* ring() noexcept override { return started_ && !closed_ ? &reader_ : nullptr; }
+  bool ready() noexcept override { return try_start(); }
+  std::size_t poll(detail::TickSink sink, std::size_t limit) noexcept override {
+    if (closed_ || !try_start()) return 0;
+    return reader_.poll(sink, limit);
+  }
+  SubscriberState state() const noexcept override;
+  SubscriberCounters counters() const noexcept override {
+    return {reader_.received(), reader_.lost(), reader_.laps()};
+  }
+  std::uint64_t next_sequence() const noexcept override { return reader_.next_seq(); }
+  std::string reason() const override;
+  const SubscriberConfig& config() const noexcept override { return config_; }
+  void close() noexcept override;
+
+  [[nodiscard]] std::uint32_t slot() const noexcept { return index_; }
+
+ private:
+  SubscriberConfig config_;
+  Segment segment_;
+  Entry* entry_ = nullptr;
+  std::uint32_t index_ = 0;
+  // The reader is built once the publisher has chosen our first sequence (on activation).
+  bool try_start() noexcept;
+
+  RingReader reader_;
+  bool started_ = false;
+  bool closed_ = false;
+  std::uint64_t publisher_timeout_ns_ = 0;
+};
+
+}  // namespace tickrail::shm

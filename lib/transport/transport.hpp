@@ -1,0 +1,47 @@
+// The internal interface every transport implements behind Publisher and Subscriber.
+// Adding a transport adds a folder and one line in factory.cpp; it touches no other transport.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tickrail/publisher.hpp"
+#include "tickrail/subscriber.hpp"
+
+namespace tickrail::detail {
+
+class PublisherTransport {
+ public:
+  virtual ~PublisherTransport() = default;
+  virtual PublishResult publish(std::span<const Tick> ticks) noexcept = 0;
+  virtual std::uint64_t next_sequence() const noexcept = 0;
+  virtual std::uint32_t subscriber_count() const noexcept = 0;
+  virtual const PublisherCounters& counters() const noexcept = 0;
+  virtual std::vector<SubscriberStatus> subscribers() const = 0;
+  virtual const PublisherConfig& config() const noexcept = 0;
+  virtual void close() noexcept = 0;
+};
+
+class SubscriberTransport {
+ public:
+  virtual ~SubscriberTransport() = default;
+  // The ring polled inline by Subscriber::poll, or nullptr for transports polled out of line.
+  virtual RingReader* ring() noexcept = 0;
+  // True once the publisher serves us (the first sequence is known); cheap, no system call.
+  virtual bool ready() noexcept = 0;
+  virtual std::size_t poll(TickSink sink, std::size_t limit) noexcept = 0;
+  virtual SubscriberState state() const noexcept = 0;
+  virtual SubscriberCounters counters() const noexcept = 0;
+  virtual std::uint64_t next_sequence() const noexcept = 0;
+  virtual std::string reason() const = 0;
+  virtual const SubscriberConfig& config() const noexcept = 0;
+  virtual void close() noexcept = 0;
+};
+
+std::unique_ptr<PublisherTransport> make_publisher_transport(const PublisherConfig& config);
+std::unique_ptr<SubscriberTransport> make_subscriber_transport(const SubscriberConfig& config);
+
+}  // namespace tickrail::detail

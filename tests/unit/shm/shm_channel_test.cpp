@@ -1,0 +1,321 @@
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "shm_test_util.hpp"
+#include "tickrail/error.hpp"
+
+using namespace tickrail;
+using namespace tickrail::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+PublisherConfig pub_config(const std::string& channel, std::uint32_t capacity = 64) {
+  PublisherConfig c;
+  c.channel = channel;
+  c.ring_capacity = capacity;
+  c.max_subscribers = 4;
+  c.conductor_period = 1ms;
+  return c;
+}
+
+SubscriberConfig sub_config(const std::string& channel,
+                            SlowConsumerPolicy p = SlowConsumerPolicy::block) {
+  SubscriberConfig c;
+  c.channel = channel;
+  c.policy = p;
+  return c;
+}
+
+std::vector<Tick> drain(Subscriber& s) {
+  std::vector<Tick> out;
+  while (s.poll([&](const Tick& t) { out.push_back(t); }, 1000) != 0) {
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("subscriberReceivesEveryTickInOrderWithPayload") {
+  const auto ch = unique_channel("order");
+  Publisher pub(pub_config(ch));
+  Subscriber sub(sub_config(ch));
+  REQUIRE(wait_for_subscribers(pub, 1));
+  REQUIRE(sub.wait_active(1s));
+  REQUIRE(sub.state() == SubscriberState::active);
+  const std::uint64_t first = pub.next_sequence();
+  for (std::uint64_t i = 0; i < 40; ++i) REQUIRE(pub.publish(payload(i)).ok());
+  const auto got = drain(sub);
+  REQUIRE(got.size() == 40);
+  for (std::uint64_t i = 0; i < 40; ++i) {
+    CHECK(got[i].seq == first + i);
+    CHECK(got[i].order_ref == i);
+    CHECK(payload_ok(got[i]));
+    CHECK(got[i].send_ts != 0);
+  }
+  CHECK(sub.counters().received == 40);
+  CHECK(sub.counters().lost == 0);
+}
+
+TEST_CASE("publishWithNoSubscribersSequencesAndSaysSo") {
+  const auto ch = unique_channel("nosub");
+  Publisher pub(pub_config(ch));
+  const auto r = pub.publish(payload(1));
+  REQUIRE(r.status == PublishStatus::no_subscribers);
+  REQUIRE(r.published == 1);
+  REQUIRE(pub.next_sequence() == 2);
+  REQUIRE(pub.counters().unheard == 1);
+}
+
+TEST_CASE("lateJoinerStartsAtTheNextTick") {
+  const auto ch = unique_channel("late");
+  Publisher pub(pub_config(ch));
+  for (std::uint64_t i = 0; i < 10; ++i) (void)pub.publish(payload(i));
+  Subscriber sub(sub_config(ch));
+  REQUIRE(wait_for_subscribers(pub, 1));
+  const std::uint64_t next = pub.next_sequence();
+  REQUIRE(pub.publish(payload(99)).ok());
+  const auto got = drain(sub);
+  REQUIRE(got.size() == 1);
+  REQUIRE(got[0].seq == next);
+  REQUIRE(got[0].order_ref == 99);
+}
+
+TEST_CASE("publisherReportsBackPressureWhenABlockRingIsFull") {
+  const auto ch = unique_channel("block");
+  Publisher pub(pub_config(ch, 8));
+  Subscriber sub(sub_config(ch));
+  REQUIRE(wait_for_subscribers(pub, 1));
+  REQUIRE(sub.wait_active(1s));
+  std::vector<Tick> batch;
+  for (std::uint64_t i = 0; i < 12; ++i) batch.push_back(payload(i));
+  auto r = pub.publish(batch);
+  REQUIRE(r.status == PublishStatus::back_pressured);
+  REQUIRE(r.published == 8);
+  r = pub.publish(payload(12));
+  REQUIRE(r.status == PublishStatus::back_pressured);
+  REQUIRE(r.published == 0);
+  REQUIRE(r.blocked != 0);
+  // Consuming makes room; nothing was overwritten.
+  auto got = drain(sub);
+  REQUIRE(got.size() == 8);
+  REQUIRE(pub.publish(std::span<const Tick>(batch).subspan(8)).ok());
+  got = drain(sub);
+  REQUIRE(got.size() == 4);
+  REQUIRE(got.back().order_ref == 11);
+  REQUIRE(sub.counters().lost == 0);
+}
+
+TEST_CASE("dropSubscriberIsLappedAndCountsItsExactLoss") {
+  const auto ch = unique_channel("drop");
+  Publisher pub(pub_config(ch, 16));
+  Subscriber slow(sub_config(ch, SlowConsumerPolicy::drop));
+  Subscriber fast(sub_config(ch, SlowConsumerPolicy::block));
+  REQUIRE(wait_for_subscribers(pub, 2));
+  REQUIRE(slow.wait_active(1s));
+  REQUIRE(fast.wait_active(1s));
+  std::uint64_t published = 0;
+  std::uint64_t fast_got = 0;
+  for (std::uint64_t i = 0; i < 1000; ++i) {
+    REQUIRE(pub.publish(payload(i)).ok());  // the drop subscriber never holds anyone back
+    ++published;
+    fast_got += fast.poll([](const Tick&) {});
+    if (i % 100 == 0) slow.poll([](const Tick&) {}, 3);
+  }
+  fast_got += drain(fast).size();
+  drain(slow);
+  REQUIRE(fast_got == published);
+  REQUIRE(fast.counters().lost == 0);
+  const auto c = slow.counters();
+  REQUIRE(c.lost > 0);
+  REQUIRE(c.received + c.lost == published);
+}
+
+TEST_CASE("disconnectPolicyEvictsAStuckSubscriberAndTellsIt") {
+  const auto ch = unique_channel("evict");
+  Publisher pub(pub_config(ch, 8));
+  auto cfg = sub_config(ch, SlowConsumerPolicy::disconnect);
+  cfg.disconnect_after = 20ms;
+  Subscriber stuck(cfg);
+  Subscriber ok(sub_config(ch, SlowConsumerPolicy::block));
+  REQUIRE(wait_for_subscribers(pub, 2));
+  REQUIRE(stuck.wait_active(1s));
+  std::uint64_t i = 0;
+  // Until eviction the stuck subscriber back-pressures; then publishing goes on without it.
+  REQUIRE(eventually([&] {
+    ok.poll([](const Tick&) {});
+    if (pub.publish(payload(i)).published == 1) ++i;
+    return pub.counters().evictions == 1;
+  }));
+  REQUIRE(stuck.state() == SubscriberState::evicted);
+  REQUIRE_THAT(stuck.reason(), Catch::Contains("disconnect_after"));
+  // What reached its ring before the eviction is still delivered.
+  const auto got = drain(stuck);
+  REQUIRE(got.size() == 8);
+  REQUIRE(pub.publish(payload(i)).ok());
+}
+
+TEST_CASE("publisherCloseLetsSubscribersDrainThenReportsIt") {
+  const auto ch = unique_channel("close");
+  auto pub = std::make_unique<Publisher>(pub_config(ch));
+  Subscriber sub(sub_config(ch));
+  REQUIRE(wait_for_subscribers(*pub, 1));
+  for (std::uint64_t i = 0; i < 20; ++i) REQUIRE(pub->publish(payload(i)).ok());
+  pub.reset();
+  REQUIRE(sub.state() == SubscriberState::publisher_gone);
+  REQUIRE_THAT(sub.reason(), Catch::Contains("closed"));
+  REQUIRE(drain(sub).size() == 20);
+}
+
+TEST_CASE("closedPublisherRefusesToPublish") {
+  const auto ch = unique_channel("closed");
+  Publisher pub(pub_config(ch));
+  pub.close();
+  REQUIRE(pub.publish(payload(1)).status == PublishStatus::closed);
+}
+
+TEST_CASE("detachedSubscriberFreesItsEntry") {
+  const auto ch = unique_channel("detach");
+  Publisher pub(pub_config(ch));
+  {
+    Subscriber sub(sub_config(ch));
+    REQUIRE(wait_for_subscribers(pub, 1));
+  }
+  REQUIRE(wait_for_subscribers(pub, 0));
+  REQUIRE(pub.subscribers().empty());
+}
+
+TEST_CASE("fullChannelRejectsAnotherSubscriberClearly") {
+  const auto ch = unique_channel("full");
+  auto cfg = pub_config(ch);
+  cfg.max_subscribers = 2;
+  Publisher pub(cfg);
+  Subscriber a(sub_config(ch));
+  Subscriber b(sub_config(ch));
+  try {
+    Subscriber c(sub_config(ch));
+    FAIL("third subscriber attached");
+  } catch (const Error& e) {
+    REQUIRE(e.code() == Errc::no_capacity);
+    REQUIRE_THAT(e.what(), Catch::Contains("max_subscribers"));
+  }
+}
+
+TEST_CASE("secondPublisherOnALiveChannelIsRejected") {
+  const auto ch = unique_channel("twice");
+  Publisher pub(pub_config(ch));
+  try {
+    Publisher again(pub_config(ch));
+    FAIL("second publisher created");
+  } catch (const Error& e) {
+    REQUIRE(e.code() == Errc::rejected);
+    REQUIRE_THAT(e.what(), Catch::Contains(std::to_string(::getpid())));
+  }
+}
+
+TEST_CASE("attachingToAMissingChannelNamesIt") {
+  auto cfg = sub_config(unique_channel("missing"));
+  try {
+    Subscriber s(cfg);
+    FAIL("attached to nothing");
+  } catch (const Error& e) {
+    REQUIRE(e.code() == Errc::not_found);
+    REQUIRE_THAT(e.what(), Catch::Contains(cfg.channel));
+  }
+}
+
+TEST_CASE("attachWaitsForAPublisherThatStartsLate") {
+  const auto ch = unique_channel("wait");
+  auto cfg = sub_config(ch);
+  cfg.attach_timeout = 5s;
+  std::unique_ptr<Publisher> pub;
+  std::thread starter([&] {
+    std::this_thread::sleep_for(50ms);
+    pub = std::make_unique<Publisher>(pub_config(ch));
+  });
+  Subscriber sub(cfg);
+  starter.join();
+  REQUIRE(wait_for_subscribers(*pub, 1));
+}
+
+namespace {
+// Rewrites bytes of a live segment the way a foreign or older program would have left it.
+void poke(const std::string& channel, std::size_t offset, const void* bytes, std::size_t n) {
+  const std::string path = "/dev/shm/tickrail." + channel;
+  const int fd = ::open(path.c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  REQUIRE(::pwrite(fd, bytes, n, static_cast<off_t>(offset)) == static_cast<ssize_t>(n));
+  ::close(fd);
+}
+}  // namespace
+
+TEST_CASE("segmentOfAnotherVersionIsRejected") {
+  const auto ch = unique_channel("version");
+  Publisher pub(pub_config(ch));
+  const std::uint32_t v = 999;
+  poke(ch, 8, &v, sizeof v);
+  try {
+    Subscriber s(sub_config(ch));
+    FAIL("attached to a segment of another version");
+  } catch (const Error& e) {
+    REQUIRE(e.code() == Errc::version_mismatch);
+    REQUIRE_THAT(e.what(), Catch::Contains("999"));
+  }
+}
+
+TEST_CASE("segmentWithoutOurMagicIsRejected") {
+  const auto ch = unique_channel("magic");
+  Publisher pub(pub_config(ch));
+  const std::uint64_t m = 0x1234;
+  poke(ch, 0, &m, sizeof m);
+  try {
+    Subscriber s(sub_config(ch));
+    FAIL("attached to a foreign segment");
+  } catch (const Error& e) {
+    REQUIRE(e.code() == Errc::bad_magic);
+  }
+}
+
+TEST_CASE("truncatedSegmentIsRejected") {
+  const auto ch = unique_channel("trunc");
+  Publisher pub(pub_config(ch));
+  REQUIRE(::truncate(("/dev/shm/tickrail." + ch).c_str(), 8192) == 0);
+  try {
+    Subscriber s(sub_config(ch));
+    FAIL("attached to a truncated segment");
+  } catch (const Error& e) {
+    REQUIRE(e.code() == Errc::truncated);
+    REQUIRE_THAT(e.what(), Catch::Contains("8192"));
+  }
+}
+
+TEST_CASE("ringGeometryMismatchIsRejected") {
+  const auto ch = unique_channel("geom");
+  Publisher pub(pub_config(ch, 64));
+  auto cfg = sub_config(ch);
+  cfg.ring_capacity = 128;
+  REQUIRE_THROWS_AS(Subscriber(cfg), Error);
+}
+
+TEST_CASE("badConfigurationNamesTheKey") {
+  PublisherConfig c;
+  c.ring_capacity = 1000;
+  try {
+    Publisher p(c);
+    FAIL("accepted ring_capacity 1000");
+  } catch (const Error& e) {
+    REQUIRE(e.code() == Errc::config_error);
+    REQUIRE_THAT(e.what(), Catch::Contains("ring_capacity"));
+  }
+  c = PublisherConfig{};
+  c.channel = "../etc";
+  REQUIRE_THROWS_AS(Publisher(c), Error);
+  REQUIRE_THROWS_AS(parse_policy("sometimes"), Error);
+  REQUIRE(parse_policy("drop") == SlowConsumerPolicy::drop);
+  REQUIRE(parse_transport("rc") == TransportKind::rc);
+}

@@ -1,0 +1,133 @@
+// Other processes that die mid-stream: kill -9 of a subscriber or of the publisher.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "shm_test_util.hpp"
+
+using namespace tickrail;
+using namespace tickrail::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Starts the peer program with a pipe on its stdout and waits (bounded) for its "ready".
+struct Peer {
+  pid_t pid = -1;
+  int out = -1;
+
+  Peer(std::initializer_list<std::string> args) {
+    const char* exe = std::getenv("TICKRAIL_SHM_PEER");
+    REQUIRE(exe != nullptr);
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::dup2(fds[1], 1);
+      ::close(fds[0]);
+      std::vector<std::string> a(args);
+      std::vector<char*> argv{const_cast<char*>(exe)};
+      for (auto& s : a) argv.push_back(s.data());
+      argv.push_back(nullptr);
+      ::execv(exe, argv.data());
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    out = fds[0];
+    char buf[16] = {};
+    REQUIRE(::read(out, buf, 6) == 6);  // "ready\n"; the peer bounds its own life
+    REQUIRE(std::string(buf, 5) == "ready");
+  }
+  void kill9() {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    pid = -1;
+  }
+  ~Peer() {
+    if (pid > 0) kill9();
+    if (out >= 0) ::close(out);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("killedSubscriberProcessIsReclaimedAndOthersCarryOn") {
+  const auto ch = unique_channel("kill-sub");
+  PublisherConfig pc;
+  pc.channel = ch;
+  pc.ring_capacity = 64;
+  pc.conductor_period = 1ms;
+  Publisher pub(pc);
+  SubscriberConfig sc;
+  sc.channel = ch;
+  Subscriber local(sc);
+  Peer peer({"sub", ch, "block"});
+  REQUIRE(wait_for_subscribers(pub, 2));
+
+  // The peer consumes one tick a millisecond: fill its ring so it back-pressures us.
+  std::uint64_t sent = 0;
+  std::uint64_t received = 0;
+  std::uint64_t expect = pub.next_sequence();
+  bool in_order = true;
+  auto consume = [&] {
+    received += local.poll([&](const Tick& t) {
+      in_order = in_order && t.seq == expect;
+      expect = t.seq + 1;
+    });
+  };
+  REQUIRE(eventually([&] {
+    consume();
+    const auto r = pub.publish(payload(sent));
+    sent += r.published;
+    return r.status == PublishStatus::back_pressured;
+  }));
+
+  peer.kill9();
+  // Within a conductor period the dead subscriber is found and its ring reclaimed.
+  REQUIRE(eventually([&] {
+    consume();
+    const auto r = pub.publish(payload(sent));
+    sent += r.published;
+    return pub.counters().reclaimed == 1;
+  }));
+  for (int i = 0; i < 500; ++i) {
+    consume();
+    const auto r = pub.publish(payload(sent));
+    REQUIRE(r.status == PublishStatus::ok);
+    sent += r.published;
+  }
+  REQUIRE(eventually([&] {
+    consume();
+    return received == sent;
+  }));
+  REQUIRE(in_order);
+  REQUIRE(pub.subscriber_count() == 1);
+  REQUIRE(pub.subscribers().size() == 1);
+}
+
+TEST_CASE("killedPublisherIsReportedWithinTheTimeoutAndDeliveredTicksStay") {
+  const auto ch = unique_channel("kill-pub");
+  Peer peer({"pub", ch});
+  SubscriberConfig sc;
+  sc.channel = ch;
+  sc.publisher_timeout = 200ms;
+  Subscriber sub(sc);
+  REQUIRE(sub.wait_active(5s));
+  std::uint64_t before = 0;
+  REQUIRE(eventually([&] {
+    before += sub.poll([](const Tick&) {});
+    return before >= 3;
+  }));
+  peer.kill9();
+  REQUIRE(eventually([&] { return sub.state() == SubscriberState::publisher_gone; }, 5s));
+  REQUIRE_THAT(sub.reason(), Catch::Contains("silent"));
+  // The dead publisher's channel can be published again by a new process.
+  PublisherConfig pc;
+  pc.channel = ch;
+  Publisher again(pc);
+}
