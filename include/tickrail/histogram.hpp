@@ -79,6 +79,8 @@ class Histogram {
   [[nodiscard]] std::uint64_t min() const noexcept { return total_ == 0 ? 0 : min_; }
   [[nodiscard]] std::uint64_t max() const noexcept { return max_; }
   [[nodiscard]] double mean() const noexcept;
+  // HdrHistogram's getMean(): the mean of bucket midpoints (what .hgrm files report).
+  [[nodiscard]] double bucket_mean() const noexcept;
   // Population standard deviation from bucket midpoints; 0 when empty.
   [[nodiscard]] double stdev() const noexcept;
   // HdrHistogram's getValueAtPercentile: the highest value equivalent to the first bucket at

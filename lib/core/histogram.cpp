@@ -128,9 +128,8 @@ double Histogram::mean() const noexcept {
   return static_cast<double>(sum_) / static_cast<double>(total_);
 }
 
-double Histogram::stdev() const noexcept {
+double Histogram::bucket_mean() const noexcept {
   if (total_ == 0) return 0.0;
-  // Deviation of bucket midpoints around their own mean, so that a constant sample has 0.
   double weighted = 0.0;
   for (std::size_t i = 0; i < counts_.size(); ++i) {
     if (counts_[i] != 0) {
@@ -138,7 +137,14 @@ double Histogram::stdev() const noexcept {
                   static_cast<double>(counts_[i]);
     }
   }
-  const double m = weighted / static_cast<double>(total_);
+  return weighted / static_cast<double>(total_);
+}
+
+double Histogram::stdev() const noexcept {
+  if (total_ == 0) return 0.0;
+  // Deviation of bucket midpoints around their own mean (HdrHistogram's getStdDeviation), so
+  // that a constant sample has 0.
+  const double m = bucket_mean();
   double sq = 0.0;
   for (std::size_t i = 0; i < counts_.size(); ++i) {
     if (counts_[i] != 0) {

@@ -1,0 +1,87 @@
+// Locale-independent number formatting shared by the report renderers (printf honours
+// LC_NUMERIC; HdrHistogram's Java output is always Locale.US).
+#pragma once
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+namespace tickrail::report_detail {
+
+// Fixed-point with `precision` decimals, right-aligned in `width` (like "%*.*f").
+inline std::string fixed(double v, int precision, int width = 0) {
+  char buf[400];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, precision);
+  std::string s(buf, r.ec == std::errc() ? r.ptr : buf);
+  if (static_cast<int>(s.size()) < width) s.insert(0, static_cast<std::size_t>(width) - s.size(), ' ');
+  return s;
+}
+
+// Java's Formatter "%*.*f" (HdrHistogram's output): the shortest decimal that round-trips the
+// double, rounded HALF_UP. Differs from printf, which rounds the exact binary value half-even:
+// 0.9997802734375 prints as ...438 in Java and ...437 with printf.
+inline std::string java_fixed(double v, int precision, int width = 0) {
+  std::string out;
+  if (std::isnan(v)) {
+    out = "NaN";
+  } else if (std::isinf(v)) {
+    out = v > 0 ? "Infinity" : "-Infinity";
+  } else {
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+    const std::string sci(buf, r.ptr);  // "-d.ddde+XX", shortest round-trip digits
+    const bool negative = sci[0] == '-';
+    const std::size_t e = sci.find('e');
+    std::string digits;
+    for (std::size_t i = negative ? 1 : 0; i < e; ++i) {
+      if (sci[i] != '.') digits += sci[i];
+    }
+    const int exp10 = std::stoi(sci.substr(e + 1));
+    // value = 0.digits * 10^(exp10 + 1); lay the digits out on a fixed grid of int_digits
+    // integer places and precision + 1 decimals (the last one decides the rounding).
+    const int point = exp10 + 1;
+    const int int_digits = std::max(point, 1);
+    std::string grid(static_cast<std::size_t>(int_digits + precision + 1), '0');
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+      const long at = static_cast<long>(int_digits) - point + static_cast<long>(i);
+      if (at >= 0 && at < static_cast<long>(grid.size())) grid[static_cast<std::size_t>(at)] = digits[i];
+    }
+    const bool round_up = grid.back() >= '5';
+    grid.pop_back();
+    if (round_up) {
+      std::size_t i = grid.size();
+      while (i > 0 && grid[i - 1] == '9') grid[--i] = '0';
+      if (i == 0) {
+        grid.insert(grid.begin(), '1');
+      } else {
+        ++grid[i - 1];
+      }
+    }
+    const std::size_t int_len = grid.size() - static_cast<std::size_t>(precision);
+    std::string int_part = grid.substr(0, int_len);
+    while (int_part.size() > 1 && int_part[0] == '0') int_part.erase(0, 1);
+    out = (negative ? "-" : "") + int_part;
+    if (precision > 0) out += "." + grid.substr(int_len);
+  }
+  if (static_cast<int>(out.size()) < width) out.insert(0, static_cast<std::size_t>(width) - out.size(), ' ');
+  return out;
+}
+
+// Unsigned integer right-aligned in `width` (like "%*llu").
+inline std::string integer(std::uint64_t v, int width = 0) {
+  std::string s = std::to_string(v);
+  if (static_cast<int>(s.size()) < width) s.insert(0, static_cast<std::size_t>(width) - s.size(), ' ');
+  return s;
+}
+
+inline std::string pad_left(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+}
+
+inline std::string pad_right(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+
+}  // namespace tickrail::report_detail
