@@ -1,0 +1,348 @@
+// tickrail-bench: tickrail's shared-memory path against the physical floor and
+// boost::lockfree::spsc_queue, on the same two cores, in one run.
+//
+// The two cores of a VM drift between core-to-core latency states, so the contenders run in
+// short alternating rounds and each is reported as a ratio to the floor measured in the same
+// round, not only as absolute figures.
+//
+//   floor     a cache-line ping-pong between the two threads: half the round trip
+//   spsc      boost::lockfree::spsc_queue<Tick>: one-way, receive TSC minus the send stamp
+//   tickrail  Publisher -> Subscriber over shm: one-way, receive TSC minus Tick::send_ts
+//
+// Latency rounds send one tick at a time at a fixed gap (no queueing); throughput rounds push
+// as fast as the consumer allows, one tick per call, the consumer draining in batches.
+#include <boost/lockfree/spsc_queue.hpp>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "tickrail/affinity.hpp"
+#include "tickrail/clock.hpp"
+#include "tickrail/histogram.hpp"
+#include "tickrail/publisher.hpp"
+#include "tickrail/report.hpp"
+#include "tickrail/subscriber.hpp"
+
+using namespace tickrail;
+
+namespace {
+
+struct Options {
+  int rounds = 20;
+  std::uint64_t samples = 20'000;       // latency samples per contender per round
+  std::uint64_t gap_ns = 2'000;         // latency: interval between sends
+  std::uint64_t throughput_ticks = 2'000'000;
+  int sender_cpu = 0;
+  int receiver_cpu = 1;
+  std::string json_path;
+};
+
+// Two threads on two pinned cores: the caller runs `send`, a new thread runs `receive`.
+template <class Send, class Receive>
+void on_two_cores(const Options& o, Send&& send, Receive&& receive) {
+  std::atomic<bool> ready{false};
+  std::thread r([&] {
+    (void)pin_current_thread(o.receiver_cpu);
+    ready.store(true, std::memory_order_release);
+    receive();
+  });
+  while (!ready.load(std::memory_order_acquire)) cpu_relax();
+  send();
+  r.join();
+}
+
+void spin_until(std::uint64_t t) {
+  while (Clock::now() < t) cpu_relax();
+}
+
+struct alignas(128) Line {
+  std::atomic<std::uint64_t> v{0};
+};
+
+// ---- floor ---------------------------------------------------------------------------------
+double floor_round(const Options& o, Histogram& h) {
+  Line ping, pong;
+  const Clock& clk = Clock::instance();
+  std::vector<std::uint64_t> round_samples;
+  round_samples.reserve(o.samples);
+  on_two_cores(
+      o,
+      [&] {
+        for (std::uint64_t i = 1; i <= o.samples; ++i) {
+          const std::uint64_t t0 = Clock::now();
+          ping.v.store(i, std::memory_order_release);
+          while (pong.v.load(std::memory_order_acquire) != i) cpu_relax();
+          const std::uint64_t rtt = Clock::now() - t0;
+          const auto half = static_cast<std::uint64_t>(clk.to_ns(rtt) / 2.0);
+          h.record(half);
+          round_samples.push_back(half);
+        }
+      },
+      [&] {
+        for (std::uint64_t i = 1; i <= o.samples; ++i) {
+          while (ping.v.load(std::memory_order_acquire) != i) cpu_relax();
+          pong.v.store(i, std::memory_order_release);
+        }
+      });
+  std::nth_element(round_samples.begin(), round_samples.begin() + round_samples.size() / 2,
+                   round_samples.end());
+  return static_cast<double>(round_samples[round_samples.size() / 2]);
+}
+
+double median_of(std::vector<std::uint64_t>& v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return static_cast<double>(v[v.size() / 2]);
+}
+
+// ---- spsc_queue ----------------------------------------------------------------------------
+double spsc_latency_round(const Options& o, boost::lockfree::spsc_queue<Tick>& q, Histogram& h) {
+  const Clock& clk = Clock::instance();
+  const std::uint64_t gap = clk.ns_to_ticks(static_cast<double>(o.gap_ns));
+  std::vector<std::uint64_t> lat;
+  lat.reserve(o.samples);
+  on_two_cores(
+      o,
+      [&] {
+        std::uint64_t next = Clock::now() + gap;
+        Tick t{};
+        for (std::uint64_t i = 1; i <= o.samples; ++i) {
+          spin_until(next);
+          next += gap;
+          t.seq = i;
+          t.send_ts = Clock::now();
+          while (!q.push(t)) cpu_relax();
+        }
+      },
+      [&] {
+        Tick t;
+        for (std::uint64_t got = 0; got < o.samples;) {
+          if (q.pop(t)) {
+            const auto ns = static_cast<std::uint64_t>(clk.to_ns(Clock::now() - t.send_ts));
+            h.record(ns);
+            lat.push_back(ns);
+            ++got;
+          } else {
+            cpu_relax();
+          }
+        }
+      });
+  return median_of(lat);
+}
+
+double spsc_throughput_round(const Options& o, boost::lockfree::spsc_queue<Tick>& q) {
+  const Clock& clk = Clock::instance();
+  std::uint64_t t0 = 0, t1 = 0, checksum = 0;
+  on_two_cores(
+      o,
+      [&] {
+        Tick t{};
+        t0 = Clock::now();
+        for (std::uint64_t i = 1; i <= o.throughput_ticks; ++i) {
+          t.seq = i;
+          while (!q.push(t)) cpu_relax();
+        }
+      },
+      [&] {
+        Tick batch[64];
+        for (std::uint64_t got = 0; got < o.throughput_ticks;) {
+          const std::size_t n = q.pop(batch, 64);
+          for (std::size_t k = 0; k < n; ++k) checksum += batch[k].seq;
+          got += n;
+          if (n == 0) cpu_relax();
+        }
+        t1 = Clock::now();
+      });
+  if (checksum != o.throughput_ticks * (o.throughput_ticks + 1) / 2) {
+    std::fprintf(stderr, "spsc throughput: checksum mismatch\n");
+  }
+  return static_cast<double>(o.throughput_ticks) / (clk.to_ns(t1 - t0) * 1e-9);
+}
+
+// ---- tickrail shm --------------------------------------------------------------------------
+double tickrail_latency_round(const Options& o, Publisher& pub, Subscriber& sub, Histogram& h) {
+  const Clock& clk = Clock::instance();
+  const std::uint64_t gap = clk.ns_to_ticks(static_cast<double>(o.gap_ns));
+  std::vector<std::uint64_t> lat;
+  lat.reserve(o.samples);
+  on_two_cores(
+      o,
+      [&] {
+        std::uint64_t next = Clock::now() + gap;
+        Tick t{};
+        for (std::uint64_t i = 1; i <= o.samples; ++i) {
+          spin_until(next);
+          next += gap;
+          while (pub.publish(t).status == PublishStatus::back_pressured) cpu_relax();
+        }
+      },
+      [&] {
+        for (std::uint64_t got = 0; got < o.samples;) {
+          const std::size_t n = sub.poll([&](const Tick& t) {
+            const auto ns = static_cast<std::uint64_t>(clk.to_ns(Clock::now() - t.send_ts));
+            h.record(ns);
+            lat.push_back(ns);
+          });
+          if (n == 0) cpu_relax();
+          got += n;
+        }
+      });
+  return median_of(lat);
+}
+
+double tickrail_throughput_round(const Options& o, Publisher& pub, Subscriber& sub) {
+  const Clock& clk = Clock::instance();
+  std::uint64_t t0 = 0, t1 = 0, received = 0;
+  on_two_cores(
+      o,
+      [&] {
+        Tick t{};
+        t0 = Clock::now();
+        for (std::uint64_t i = 1; i <= o.throughput_ticks; ++i) {
+          while (pub.publish(t).status == PublishStatus::back_pressured) cpu_relax();
+        }
+      },
+      [&] {
+        while (received < o.throughput_ticks) {
+          const std::size_t n = sub.poll([&](const Tick&) {}, 64);
+          received += n;
+          if (n == 0) cpu_relax();
+        }
+        t1 = Clock::now();
+      });
+  return static_cast<double>(o.throughput_ticks) / (clk.to_ns(t1 - t0) * 1e-9);
+}
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"tickrail-bench: shared-memory path vs the cache-line floor and spsc_queue"};
+  app.add_option("--rounds", o.rounds, "alternating rounds")->check(CLI::Range(1, 10000));
+  app.add_option("--samples", o.samples, "latency samples per contender per round")
+      ->check(CLI::Range(100, 100'000'000));
+  app.add_option("--gap-ns", o.gap_ns, "latency: ns between sends")->check(CLI::Range(100, 1'000'000));
+  app.add_option("--throughput-ticks", o.throughput_ticks, "ticks per throughput round")
+      ->check(CLI::Range(1000, 1'000'000'000));
+  app.add_option("--sender-cpu", o.sender_cpu, "core of the sending thread");
+  app.add_option("--receiver-cpu", o.receiver_cpu, "core of the receiving thread");
+  app.add_option("--json", o.json_path, "write the figures as JSON to this file");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    const Clock& clk = Clock::instance();
+    const PinResult pin = pin_current_thread(o.sender_cpu);
+    if (!pin.ok) {
+      std::cerr << "tickrail-bench: " << pin.message << "\n";
+      return 1;
+    }
+    std::printf("tickrail-bench: %s; sender on cpu %d, receiver on cpu %d; %s\n",
+                cpu_model().c_str(), o.sender_cpu, o.receiver_cpu, clk.describe().c_str());
+    if (!pin.message.empty()) std::printf("  note: %s\n", pin.message.c_str());
+    std::printf("  %d rounds x %llu latency samples (gap %llu ns) and %llu throughput ticks\n",
+                o.rounds, static_cast<unsigned long long>(o.samples),
+                static_cast<unsigned long long>(o.gap_ns),
+                static_cast<unsigned long long>(o.throughput_ticks));
+
+    PublisherConfig pc;
+    pc.channel = "bench-" + std::to_string(::getpid());
+    pc.max_subscribers = 1;
+    pc.ring_capacity = 4096;
+    Publisher pub(pc);
+    SubscriberConfig sc;
+    sc.channel = pc.channel;
+    Subscriber sub(sc);
+    for (int i = 0; i < 1000 && pub.subscriber_count() == 0; ++i) {
+      pub.service();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (!sub.wait_active(std::chrono::seconds(5))) {
+      std::cerr << "tickrail-bench: the subscriber never became active\n";
+      return 1;
+    }
+    boost::lockfree::spsc_queue<Tick> q(4096);
+
+    Histogram h_floor, h_spsc, h_tr;
+    std::vector<double> r_spsc, r_tr, tp_spsc, tp_tr, tp_ratio;
+    for (int r = 0; r < o.rounds; ++r) {
+      // Alternate the order within a round so neither contender always follows the floor.
+      const double f = floor_round(o, h_floor);
+      double s = 0, t = 0;
+      if (r % 2 == 0) {
+        s = spsc_latency_round(o, q, h_spsc);
+        t = tickrail_latency_round(o, pub, sub, h_tr);
+      } else {
+        t = tickrail_latency_round(o, pub, sub, h_tr);
+        s = spsc_latency_round(o, q, h_spsc);
+      }
+      r_spsc.push_back(s / f);
+      r_tr.push_back(t / f);
+      const double a = spsc_throughput_round(o, q);
+      const double b = tickrail_throughput_round(o, pub, sub);
+      tp_spsc.push_back(a);
+      tp_tr.push_back(b);
+      tp_ratio.push_back(b / a);
+      std::printf("  round %2d: floor p50 %6.1f ns | spsc p50 %6.1f ns (%.2fx) | tickrail p50 %6.1f "
+                  "ns (%.2fx) | throughput spsc %6.2f M/s, tickrail %6.2f M/s (%.2fx)\n",
+                  r + 1, f, s, s / f, t, t / f, a / 1e6, b / 1e6, b / a);
+      std::fflush(stdout);
+    }
+    auto med = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    const std::vector<TableRow> rows{{"floor (RTT/2)", summarize(h_floor)},
+                                     {"spsc_queue", summarize(h_spsc)},
+                                     {"tickrail shm", summarize(h_tr)}};
+    std::printf("\none-way latency over all rounds (ns; floor is half a ping-pong round trip):\n%s",
+                format_table(rows).c_str());
+    std::printf("\nper-round medians, ratio to the same round's floor p50 (median over rounds):\n"
+                "  spsc_queue %.2fx, tickrail %.2fx\n",
+                med(r_spsc), med(r_tr));
+    std::printf("throughput, median over rounds: spsc_queue %.2f M ticks/s, tickrail %.2f M ticks/s; "
+                "tickrail/spsc %.2fx (median of per-round ratios)\n",
+                med(tp_spsc) / 1e6, med(tp_tr) / 1e6, med(tp_ratio));
+
+    nlohmann::json j;
+    j["machine"] = {{"cpu", cpu_model()}, {"clock", clk.describe()},
+                    {"sender_cpu", o.sender_cpu}, {"receiver_cpu", o.receiver_cpu}};
+    j["rounds"] = o.rounds;
+    j["latency_ns"] = {{"floor_rtt_half", to_json(summarize(h_floor))},
+                       {"spsc_queue", to_json(summarize(h_spsc))},
+                       {"tickrail_shm", to_json(summarize(h_tr))}};
+    j["p50_ratio_to_floor_median"] = {{"spsc_queue", med(r_spsc)}, {"tickrail_shm", med(r_tr)}};
+    j["throughput_ticks_per_s_median"] = {{"spsc_queue", med(tp_spsc)}, {"tickrail_shm", med(tp_tr)}};
+    j["throughput_ratio_tickrail_to_spsc_median"] = med(tp_ratio);
+    if (!o.json_path.empty()) {
+      std::ofstream out(o.json_path);
+      out << j.dump(2) << "\n";
+      if (!out) {
+        std::cerr << "tickrail-bench: cannot write " << o.json_path << "\n";
+        return 1;
+      }
+    } else {
+      std::printf("\n%s\n", j.dump().c_str());
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "tickrail-bench: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
