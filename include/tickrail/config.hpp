@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tickrail/idle.hpp"
 
@@ -31,6 +32,38 @@ enum class SlowConsumerPolicy : std::uint8_t {
 
 inline constexpr std::uint32_t kMaxSubscribers = 64;
 
+// How an RC subscriber learns that a tick arrived.
+enum class RcPolling : std::uint8_t {
+  memory,  // spin on the commit word of the next slot (needs in-order data placement)
+  cq,      // RDMA WRITE WITH IMMEDIATE: busy-poll the receive completion queue
+};
+[[nodiscard]] const char* to_string(RcPolling p) noexcept;
+[[nodiscard]] RcPolling parse_rc_polling(std::string_view s, std::string_view key = "polling");
+
+// Settings shared by the RDMA transports (rc, ud). Ignored by shm.
+struct RdmaConfig {
+  std::string device;            // verbs device ("rxe0", "mlx5_0"); empty: the one rdma_cm routes to
+  std::string address;           // publisher: address to listen on; subscriber: publisher's address
+  std::uint16_t port = 7471;     // rdma_cm port (RC connections; UD recovery connections)
+  std::string token;             // shared access token required in connect private data; empty: none
+  std::vector<std::string> allow;  // publisher: subscriber addresses allowed; empty: any
+  std::chrono::milliseconds connect_timeout{5000};  // address/route resolution and connection
+  std::chrono::milliseconds heartbeat_interval{100};  // idle publisher -> subscribers
+  // RC
+  RcPolling polling = RcPolling::memory;  // subscriber
+  std::uint32_t signal_every = 64;        // publisher: one signalled send work request every N
+  std::uint32_t credit_every = 0;         // subscriber: return credit every N ticks; 0 = capacity/4
+  std::uint32_t recv_batch = 32;          // CQ polling: receives reposted per batch
+  // UD multicast
+  std::vector<std::string> groups{"239.1.1.1"};  // multicast group address(es)
+  std::uint32_t max_ticks_per_datagram = 1;       // batching: 1 = one tick per datagram
+  std::chrono::nanoseconds batch_delay{0};        // flush a partial datagram after this long
+  std::uint32_t history = 65536;                  // publisher: ticks kept for recovery (RDMA READ)
+  std::uint32_t reorder_buffer = 4096;            // subscriber: ticks held while a gap is filled
+  std::uint32_t late_join_recover = 0;            // subscriber: recover the last K ticks on join
+  std::uint32_t recv_buffers = 512;               // subscriber: receive buffers posted
+};
+
 struct PublisherConfig {
   TransportKind transport = TransportKind::shm;
   std::string channel = "tickrail";  // shm: the segment /dev/shm/tickrail.<channel>
@@ -40,6 +73,7 @@ struct PublisherConfig {
   bool lock_memory = false;                   // mlock the rings (needs RLIMIT_MEMLOCK)
   std::chrono::milliseconds conductor_period{5};  // liveness checks, heartbeats
   std::string shm_dir = "/dev/shm";
+  RdmaConfig rdma;
 
   void validate() const;  // throws Error(config_error)
 };
@@ -55,6 +89,7 @@ struct SubscriberConfig {
   bool lock_memory = false;
   IdleKind idle = IdleKind::busy_spin;  // for the library's own waits (wait_active)
   std::string shm_dir = "/dev/shm";
+  RdmaConfig rdma;
 
   void validate() const;
 };

@@ -28,6 +28,20 @@ const char* to_string(SlowConsumerPolicy p) noexcept {
   return "unknown";
 }
 
+const char* to_string(RcPolling p) noexcept {
+  switch (p) {
+    case RcPolling::memory: return "memory";
+    case RcPolling::cq: return "cq";
+  }
+  return "unknown";
+}
+
+RcPolling parse_rc_polling(std::string_view s, std::string_view key) {
+  if (s == "memory") return RcPolling::memory;
+  if (s == "cq") return RcPolling::cq;
+  bad(key, "unknown polling mode '" + std::string(s) + "' (expected memory or cq)");
+}
+
 TransportKind parse_transport(std::string_view s, std::string_view key) {
   if (s == "shm") return TransportKind::shm;
   if (s == "rc") return TransportKind::rc;
