@@ -64,7 +64,12 @@ class Subscriber {
   template <class Handler>
   std::size_t poll(Handler&& handler, std::size_t limit = 256) noexcept {
     static_assert(std::is_invocable_v<Handler&, const Tick&>, "handler(const Tick&)");
-    if (ring_ != nullptr) [[likely]] return ring_->poll(handler, limit);
+    if (ring_ != nullptr) [[likely]] {
+      const std::size_t n = ring_->poll(handler, limit);
+      // Transports whose publisher cannot read our credit word return it now and then (RC).
+      if (ring_->next_seq() >= credit_due_) [[unlikely]] return_credit();
+      return n;
+    }
     return poll_indirect(detail::TickSink(handler), limit);
   }
 
@@ -82,9 +87,12 @@ class Subscriber {
 
  private:
   std::size_t poll_indirect(detail::TickSink sink, std::size_t limit) noexcept;
+  void return_credit() noexcept;
+  void adopt_ring() noexcept;
 
   std::unique_ptr<detail::SubscriberTransport> impl_;
   RingReader* ring_ = nullptr;  // owned by impl_ for ring transports
+  std::uint64_t credit_due_ = ~std::uint64_t{0};  // next_seq at which to call return_credit
 };
 
 [[nodiscard]] const char* to_string(SubscriberState s) noexcept;

@@ -7,7 +7,16 @@
 namespace tickrail {
 
 Subscriber::Subscriber(const SubscriberConfig& config)
-    : impl_(detail::make_subscriber_transport(config)), ring_(impl_->ring()) {}
+    : impl_(detail::make_subscriber_transport(config)) {
+  adopt_ring();
+}
+
+void Subscriber::adopt_ring() noexcept {
+  ring_ = impl_->ring();
+  credit_due_ = ring_ != nullptr ? impl_->return_credit(ring_->next_seq()) : ~std::uint64_t{0};
+}
+
+void Subscriber::return_credit() noexcept { credit_due_ = impl_->return_credit(ring_->next_seq()); }
 Subscriber::~Subscriber() = default;
 Subscriber::Subscriber(Subscriber&&) noexcept = default;
 Subscriber& Subscriber::operator=(Subscriber&&) noexcept = default;
@@ -15,7 +24,7 @@ Subscriber& Subscriber::operator=(Subscriber&&) noexcept = default;
 std::size_t Subscriber::poll_indirect(detail::TickSink sink, std::size_t limit) noexcept {
   const std::size_t n = impl_->poll(sink, limit);
   // A ring transport hands out its ring once the publisher serves us: poll it inline from then.
-  ring_ = impl_->ring();
+  if (impl_->ring() != nullptr) adopt_ring();
   return n;
 }
 
@@ -30,7 +39,7 @@ bool Subscriber::wait_active(std::chrono::milliseconds timeout) {
   IdleStrategy idle(IdleKind::backoff);
   for (;;) {
     if (impl_->ready()) {
-      ring_ = impl_->ring();
+      adopt_ring();
       return true;
     }
     const SubscriberState s = impl_->state();
@@ -42,6 +51,7 @@ bool Subscriber::wait_active(std::chrono::milliseconds timeout) {
 
 void Subscriber::close() noexcept {
   ring_ = nullptr;
+  credit_due_ = ~std::uint64_t{0};
   if (impl_) impl_->close();
 }
 

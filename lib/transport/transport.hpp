@@ -33,6 +33,12 @@ class SubscriberTransport {
   // True once the publisher serves us (the first sequence is known); cheap, no system call.
   virtual bool ready() noexcept = 0;
   virtual std::size_t poll(TickSink sink, std::size_t limit) noexcept = 0;
+  // Ring transports whose writer cannot see the reader's credit word directly (RC) send it
+  // here; returns the next_seq at which to be called again (~0: never, e.g. shm).
+  virtual std::uint64_t return_credit(std::uint64_t next_seq) noexcept {
+    (void)next_seq;
+    return ~std::uint64_t{0};
+  }
   virtual SubscriberState state() const noexcept = 0;
   virtual SubscriberCounters counters() const noexcept = 0;
   virtual std::uint64_t next_sequence() const noexcept = 0;
