@@ -62,8 +62,12 @@ inline std::string java_fixed(double v, int precision, int width = 0) {
     const std::size_t int_len = grid.size() - static_cast<std::size_t>(precision);
     std::string int_part = grid.substr(0, int_len);
     while (int_part.size() > 1 && int_part[0] == '0') int_part.erase(0, 1);
-    out = (negative ? "-" : "") + int_part;
-    if (precision > 0) out += "." + grid.substr(int_len);
+    if (negative) out += '-';
+    out += int_part;
+    if (precision > 0) {
+      out += '.';
+      out.append(grid, int_len, std::string::npos);
+    }
   }
   if (static_cast<int>(out.size()) < width) out.insert(0, static_cast<std::size_t>(width) - out.size(), ' ');
   return out;
