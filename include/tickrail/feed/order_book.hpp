@@ -104,7 +104,7 @@ class OrderBook {
   BookConfig cfg_;
   std::unique_ptr<Order[]> table_;
   std::size_t mask_ = 0;
-  int shift_ = 0;
+  int bits_ = 0;  // log2 of the table size
   std::size_t size_ = 0;
   std::size_t grow_at_ = 0;
   std::vector<std::unique_ptr<Book>> books_;  // by instrument id

@@ -1,0 +1,147 @@
+// tickrail-bench-feed: how fast the feed layer turns ITCH bytes into ticks, on one core.
+//
+// Generates N ITCH 5.0 messages in memory from the synthetic order flow (BinaryFILE framing),
+// then times, best and median of several runs: decoding to ticks in batches (ItchFileReader over
+// the bytes in memory), decoding plus order book, and the synthetic generator itself. With
+// --file PATH it also writes the bytes to PATH and times the memory-mapped file path.
+//
+//   tickrail-bench-feed [--messages N] [--runs R] [--batch B] [--file PATH]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tickrail/feed/itch_file.hpp"
+#include "tickrail/feed/itch_writer.hpp"
+#include "tickrail/feed/order_book.hpp"
+#include "tickrail/feed/synthetic.hpp"
+
+using namespace tickrail;
+using namespace tickrail::feed;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Result {
+  double best = 0;
+  double median = 0;
+};
+
+// Runs `body` (which returns messages processed) `runs` times; rates in messages per second.
+Result measure(int runs, const std::function<std::uint64_t()>& body) {
+  std::vector<double> rates;
+  for (int r = 0; r < runs; ++r) {
+    const auto t0 = Clock::now();
+    const std::uint64_t n = body();
+    const std::chrono::duration<double> dt = Clock::now() - t0;
+    rates.push_back(static_cast<double>(n) / dt.count());
+  }
+  std::sort(rates.begin(), rates.end());
+  return {rates.back(), rates[rates.size() / 2]};
+}
+
+void print(const char* what, const Result& r) {
+  std::printf("%-34s %8.2f M msgs/s best  %8.2f M msgs/s median  %6.2f ns/msg (median)\n", what,
+              r.best / 1e6, r.median / 1e6, 1e9 / r.median);
+}
+
+volatile std::uint64_t g_sink;  // keeps the decoded ticks observable
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::uint64_t messages = 20'000'000;
+  int runs = 5;
+  std::size_t batch = 1024;
+  std::string file;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--messages" && has_value) {
+      messages = std::strtoull(argv[++i], nullptr, 10);
+    } else if (a == "--runs" && has_value) {
+      runs = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--batch" && has_value) {
+      batch = std::max<std::size_t>(1, std::strtoull(argv[++i], nullptr, 10));
+    } else if (a == "--file" && has_value) {
+      file = argv[++i];
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--messages N] [--runs R] [--batch B] [--file PATH]\n", argv[0]);
+      return 2;
+    }
+  }
+
+  // Input: a directory spin, then the synthetic order flow encoded as ITCH.
+  constexpr std::uint32_t kInstruments = 64;
+  ItchWriter w(messages * 36);
+  w.system_event(0, 'O');
+  for (std::uint32_t i = 1; i <= kInstruments; ++i) {
+    w.stock_directory(static_cast<std::uint16_t>(i), 0, "SYM" + std::to_string(i));
+  }
+  SyntheticConfig cfg;
+  cfg.instruments = kInstruments;
+  cfg.seed = 2024;
+  SyntheticFeed gen(cfg);
+  std::vector<Tick> buf(batch);
+  while (w.messages() < messages) {
+    const std::size_t n = gen.read(std::span<Tick>(buf).first(std::min<std::uint64_t>(batch, messages - w.messages())));
+    for (std::size_t k = 0; k < n; ++k) (void)w.append(buf[k], "SYM");
+  }
+  const std::span<const std::uint8_t> bytes = w.span();
+  std::printf("input: %llu ITCH messages, %.1f MB in memory (%.1f bytes/msg with framing), "
+              "batch %zu ticks, %d runs\n",
+              static_cast<unsigned long long>(w.messages()), static_cast<double>(bytes.size()) / 1e6,
+              static_cast<double>(bytes.size()) / static_cast<double>(w.messages()), batch, runs);
+
+  const auto decode = [&](ItchFileReader& r) {
+    std::uint64_t n = 0;
+    std::uint64_t sum = 0;
+    while (const std::size_t k = r.read(buf)) {
+      n += k;
+      sum += buf[k - 1].order_ref;
+    }
+    g_sink = sum;
+    return n;
+  };
+  print("decode ITCH -> ticks (memory)", measure(runs, [&] {
+          ItchFileReader r(bytes, "bench");
+          return decode(r);
+        }));
+  if (!file.empty()) {
+    std::ofstream(file, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    print("decode ITCH -> ticks (mmap file)", measure(runs, [&] {
+            ItchFileReader r(file);
+            return decode(r);
+          }));
+  }
+  print("decode + order book", measure(runs, [&] {
+          ItchFileReader r(bytes, "bench");
+          OrderBook book;  // default sizing: 1M orders reserved
+          std::uint64_t n = 0;
+          std::uint64_t quotes = 0;
+          Tick q{};
+          while (const std::size_t k = r.read(buf)) {
+            n += k;
+            for (std::size_t i = 0; i < k; ++i) quotes += book.apply(buf[i], q);
+          }
+          g_sink = quotes;
+          return n;
+        }));
+  print("synthetic generator", measure(runs, [&] {
+          SyntheticConfig c = cfg;
+          c.limit = messages;
+          SyntheticFeed f(c);
+          std::uint64_t n = 0;
+          while (const std::size_t k = f.read(buf)) n += k;
+          g_sink = n;
+          return n;
+        }));
+  return 0;
+}
