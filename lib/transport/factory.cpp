@@ -1,6 +1,8 @@
 // The one place that knows every transport.
 #include "tickrail/error.hpp"
 #include "transport/shm/shm_publisher.hpp"
+#include "transport/rdma/ud/ud_publisher.hpp"
+#include "transport/rdma/ud/ud_subscriber.hpp"
 #include "transport/shm/shm_subscriber.hpp"
 #include "transport/transport.hpp"
 
@@ -10,8 +12,8 @@ std::unique_ptr<PublisherTransport> make_publisher_transport(const PublisherConf
   config.validate();
   switch (config.transport) {
     case TransportKind::shm: return std::make_unique<shm::ShmPublisher>(config);
-    case TransportKind::rc:
-    case TransportKind::ud: break;
+    case TransportKind::ud: return std::make_unique<rdma::ud::UdPublisher>(config);
+    case TransportKind::rc: break;
   }
   throw Error(Errc::unsupported, std::string("publisher transport '") + to_string(config.transport) +
                                      "' is not available in this build");
@@ -21,8 +23,8 @@ std::unique_ptr<SubscriberTransport> make_subscriber_transport(const SubscriberC
   config.validate();
   switch (config.transport) {
     case TransportKind::shm: return std::make_unique<shm::ShmSubscriber>(config);
-    case TransportKind::rc:
-    case TransportKind::ud: break;
+    case TransportKind::ud: return std::make_unique<rdma::ud::UdSubscriber>(config);
+    case TransportKind::rc: break;
   }
   throw Error(Errc::unsupported, std::string("subscriber transport '") +
                                      to_string(config.transport) + "' is not available in this build");

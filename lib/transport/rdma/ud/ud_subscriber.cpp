@@ -1,0 +1,290 @@
+// Control plane of the UD subscriber: configuration checks, joins, receive buffers posted once,
+// the conductor that opens recovery links, status in words, teardown.
+#include "transport/rdma/ud/ud_subscriber.hpp"
+
+#include <arpa/inet.h>
+#include <poll.h>
+
+#include <bit>
+#include <cstring>
+
+#include "tickrail/clock.hpp"
+#include "tickrail/error.hpp"
+#include "tickrail/log.hpp"
+#include "transport/rdma/ud/recovery_protocol.hpp"
+#include "transport/rdma/verbs_error.hpp"
+
+namespace tickrail::rdma::ud {
+namespace {
+
+[[noreturn]] void bad(const std::string& key, const std::string& why) {
+  throw Error(Errc::config_error, "UD subscriber: rdma." + key + ": " + why);
+}
+
+const SubscriberConfig& validated(const SubscriberConfig& c) {
+  const RdmaConfig& r = c.rdma;
+  if (c.transport != TransportKind::ud) bad("transport", "not ud");
+  if (r.groups.empty()) bad("groups", "at least one multicast group is needed");
+  if (r.groups.size() > 64) bad("groups", "at most 64 groups per subscriber");
+  if (r.recv_buffers < 16 || r.recv_buffers > 65536) {
+    bad("recv_buffers", std::to_string(r.recv_buffers) + " is outside 16..65536");
+  }
+  if (r.reorder_buffer < 16 || !std::has_single_bit(r.reorder_buffer) ||
+      r.reorder_buffer > (1u << 24)) {
+    bad("reorder_buffer", std::to_string(r.reorder_buffer) + " is not a power of two from 16 to 2^24");
+  }
+  if (r.token.size() > kMaxTokenBytes) bad("token", "at most " + std::to_string(kMaxTokenBytes) + " bytes");
+  if (r.connect_timeout.count() <= 0) bad("connect_timeout_ms", "must be positive");
+  return c;
+}
+
+std::string local_address(const RdmaConfig& r) {
+  Context ctx = r.device.empty() ? Context::open_first() : Context::open(r.device);
+  return device_ipv4(ctx, 1);
+}
+
+}  // namespace
+
+UdSubscriber::UdSubscriber(const SubscriberConfig& config) : config_(validated(config)) {
+  const RdmaConfig& r = config_.rdma;
+  const Clock& clock = Clock::instance();
+  check_device_exists(r.device);
+  // Parse every group first: a bad one fails before anything is joined.
+  std::vector<Address> addrs;
+  for (std::size_t i = 0; i < r.groups.size(); ++i) {
+    addrs.push_back(parse_group(r.groups[i], "rdma.groups[" + std::to_string(i) + "]"));
+  }
+  if (!r.address.empty()) configured_endpoint_ = Address::parse(r.address, r.port);
+  const Address src = Address::parse(local_address(r), 0);
+
+  for (std::size_t i = 0; i < addrs.size(); ++i) {
+    auto g = std::make_unique<Group>();
+    g->index = static_cast<std::uint32_t>(i);
+    g->text = r.groups[i];
+    g->address = addrs[i];
+    g->id.resolve_addr(&src, g->address, r.connect_timeout);
+    (void)g->channel.expect(RDMA_CM_EVENT_ADDR_RESOLVED, r.connect_timeout + std::chrono::seconds(1),
+                            "resolve multicast group " + g->address.str() + " from " + src.str());
+    check_device(g->id, r.device, "group " + g->text);
+    if (!groups_.empty() && g->id.verbs() != groups_.front()->id.verbs()) {
+      throw Error(Errc::invalid_argument, "UD subscriber: group " + g->text + " is reached through " +
+                                              device_name(g->id.verbs()) + ", group " +
+                                              groups_.front()->text + " through " +
+                                              device_name(groups_.front()->id.verbs()) +
+                                              ": one device per subscriber");
+    }
+    groups_.push_back(std::move(g));
+  }
+
+  ibv_context* verbs = groups_.front()->id.verbs();
+  pd_.emplace(verbs);
+  mtu_ = active_mtu(groups_.front()->id.get());
+  (void)checked_ticks_per_datagram(1, mtu_, "device " + device_name(verbs) + " port 1");
+  buf_stride_ = static_cast<std::uint32_t>(kHeaderBytes) + mtu_;  // GRH in the first line's tail
+  window_ticks_ = r.reorder_buffer;
+  staging_ticks_ = std::min<std::uint32_t>(window_ticks_, 1024);
+  recv_batch_ = std::clamp<std::uint32_t>(r.recv_batch, 1, r.recv_buffers / 2);
+  ibv_device_attr dev{};
+  check_ret(ibv_query_device(verbs, &dev), "ibv_query_device", "device " + device_name(verbs));
+  const std::uint32_t nbufs =
+      std::min<std::uint32_t>(r.recv_buffers, static_cast<std::uint32_t>(dev.max_qp_wr));
+  recv_cq_.emplace(verbs, static_cast<int>(std::min<std::uint64_t>(
+                              std::uint64_t{nbufs} * groups_.size() + 16,
+                              static_cast<std::uint64_t>(dev.max_cqe))));
+
+  for (auto& gp : groups_) {
+    Group& g = *gp;
+    g.nbufs = nbufs;
+    const std::size_t bytes = std::size_t{nbufs} * buf_stride_;
+    g.bufs_mem = MappedRegion(bytes);
+    g.bufs_mem.prefault();
+    g.bufs_mr.emplace(*pd_, g.bufs_mem.data(), bytes, IBV_ACCESS_LOCAL_WRITE);
+
+    ibv_qp_init_attr a{};
+    a.qp_type = IBV_QPT_UD;
+    a.send_cq = recv_cq_->get();
+    a.recv_cq = recv_cq_->get();
+    a.cap.max_send_wr = 1;
+    a.cap.max_recv_wr = nbufs;
+    a.cap.max_send_sge = 1;
+    a.cap.max_recv_sge = 1;
+    g.qp.emplace(g.id, pd_->get(), a);
+
+    // Every receive work request is built once; a batch repost only relinks its last one.
+    g.wrs = std::make_unique<ibv_recv_wr[]>(nbufs);
+    g.sges = std::make_unique<ibv_sge[]>(nbufs);
+    auto* base = static_cast<std::byte*>(g.bufs_mem.data());
+    for (std::uint32_t i = 0; i < nbufs; ++i) {
+      // The 40-byte GRH fills the end of the buffer's first cache line: the datagram header
+      // starts on the second, and its ticks stay line-aligned.
+      g.sges[i].addr = reinterpret_cast<std::uintptr_t>(base + std::size_t{i} * buf_stride_ +
+                                                        kHeaderBytes - kGrhBytes);
+      g.sges[i].length = static_cast<std::uint32_t>(kGrhBytes) + mtu_;
+      g.sges[i].lkey = g.bufs_mr->lkey();
+      g.wrs[i].wr_id = (std::uint64_t{g.index} << 32) | i;
+      g.wrs[i].sg_list = &g.sges[i];
+      g.wrs[i].num_sge = 1;
+      g.wrs[i].next = i + 1 < nbufs ? &g.wrs[i + 1] : nullptr;
+    }
+    g.repost_from = 0;
+    g.to_repost = nbufs;
+    repost(g);
+    if (g.to_repost != 0) {
+      throw Error(Errc::unsupported, "UD subscriber: posting " + std::to_string(nbufs) +
+                                         " receive buffers on group " + g.text + " failed");
+    }
+
+    g.window_mem = MappedRegion(std::size_t{window_ticks_} * kTickBytes);
+    g.window_mem.prefault();
+    g.tracker = SequenceTracker(static_cast<Tick*>(g.window_mem.data()), window_ticks_);
+
+    g.membership = std::make_unique<Membership>(g.id, g.channel, g.address, Membership::Kind::full,
+                                                r.connect_timeout);
+  }
+
+  publisher_timeout_ticks_ = clock.ns_to_ticks(static_cast<double>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(config_.publisher_timeout).count()));
+  retry_ticks_ = clock.ns_to_ticks(1e9);
+  conductor_ = std::jthread([this](std::stop_token st) { conductor_loop(st); });
+
+  std::string names;
+  for (const auto& g : groups_) names += (names.empty() ? "" : ", ") + g->text;
+  logger()->info("UD subscriber: joined {} from {} on {} (MTU {}, {} receive buffers per group, "
+                 "reorder window {} ticks)",
+                 names, src.str(), device_name(verbs), mtu_, nbufs, window_ticks_);
+}
+
+UdSubscriber::~UdSubscriber() { close(); }
+
+void UdSubscriber::close() noexcept {
+  if (closing_.exchange(true)) return;
+  conductor_.request_stop();
+  if (conductor_.joinable()) conductor_.join();
+}
+
+void UdSubscriber::teardown() noexcept {
+  conductor_.request_stop();
+  if (conductor_.joinable()) conductor_.join();
+  // Leave the groups and destroy the QPs before their CQ and PD, the ids after.
+  for (auto& g : groups_) {
+    g->recovery.reset();
+    g->membership.reset();
+    g->qp.reset();
+    g->bufs_mr.reset();
+  }
+  recv_cq_.reset();
+  pd_.reset();
+}
+
+void UdSubscriber::conductor_loop(std::stop_token st) {
+  while (!st.stop_requested()) {
+    for (auto& g : groups_) {
+      try {
+        serve_link(*g);
+        // Membership events after the join (an address change, a port going down): noted.
+        pollfd pfd{g->channel.fd(), POLLIN, 0};
+        if (::poll(&pfd, 1, 0) > 0) {
+          CmEvent ev = g->channel.next(std::chrono::milliseconds(10), "group " + g->text);
+          logger()->warn("UD subscriber: group {}: {} (status {})", g->text,
+                         rdma_event_str(ev.type()), ev.status());
+        }
+      } catch (const std::exception& e) {
+        logger()->warn("UD subscriber: group {}: {}", g->text, e.what());
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+void UdSubscriber::serve_link(Group& g) {
+  Link s = g.link.load(std::memory_order_acquire);
+  if (s == Link::broken) {
+    logger()->info("UD subscriber: group {}: recovery link to {} broken; reconnecting", g.text,
+                   g.recovery ? g.recovery->describe() : std::string("?"));
+    g.recovery.reset();
+    g.link.store(Link::wanted, std::memory_order_release);
+    s = Link::wanted;
+  }
+  if (s == Link::ready) {
+    g.recovery->check_events();
+    return;
+  }
+  if (s != Link::wanted) return;
+
+  RecoveryLink::Params p;
+  if (configured_endpoint_) {
+    p.publisher = *configured_endpoint_;
+  } else {
+    char text[INET6_ADDRSTRLEN] = {};
+    inet_ntop(g.ep_family == 6 ? AF_INET6 : AF_INET, g.ep_addr, text, sizeof text);
+    p.publisher = Address::parse(text, g.ep_port);
+  }
+  p.token = config_.rdma.token;
+  p.session = g.session;
+  p.staging_ticks = staging_ticks_;
+  p.timeout = config_.rdma.connect_timeout;
+  p.device = config_.rdma.device;
+  try {
+    g.recovery = std::make_unique<RecoveryLink>(p);
+    logger()->info("UD subscriber: group {}: recovery link {} (history {} ticks)", g.text,
+                   g.recovery->describe(), g.recovery->history());
+    g.link.store(Link::ready, std::memory_order_release);
+  } catch (const std::exception& e) {
+    {
+      std::lock_guard lock(mutex_);
+      g.link_error = std::string("recovery from ") + p.publisher.str() + ": " + e.what();
+    }
+    logger()->warn("UD subscriber: group {}: recovery from {} unavailable: {}", g.text,
+                   p.publisher.str(), e.what());
+    g.recovery.reset();
+    g.link.store(Link::failed, std::memory_order_release);
+  }
+}
+
+SubscriberState UdSubscriber::state() const noexcept {
+  if (closing_.load(std::memory_order_relaxed)) return SubscriberState::closed;
+  bool all_heard = true;
+  const std::uint64_t now = Clock::now();
+  for (const auto& g : groups_) {
+    if (g->ended.load(std::memory_order_acquire)) return SubscriberState::publisher_gone;
+    const std::uint64_t last = g->last_heard.load(std::memory_order_relaxed);
+    if (last == 0) {
+      all_heard = false;
+    } else if (now > last && now - last > publisher_timeout_ticks_) {
+      return SubscriberState::publisher_gone;
+    }
+  }
+  return all_heard ? SubscriberState::active : SubscriberState::connecting;
+}
+
+std::string UdSubscriber::reason() const {
+  std::string out;
+  const Clock& clock = Clock::instance();
+  const std::uint64_t now = Clock::now();
+  for (const auto& g : groups_) {
+    std::string why;
+    char session[24];
+    std::snprintf(session, sizeof session, "%016llx", static_cast<unsigned long long>(g->session));
+    const std::uint64_t last = g->last_heard.load(std::memory_order_relaxed);
+    if (g->ended.load(std::memory_order_acquire)) {
+      why = "publisher session " + std::string(session) + " on group " + g->text +
+            " ended its stream";
+    } else if (last != 0 && now > last && now - last > publisher_timeout_ticks_) {
+      why = "publisher session " + std::string(session) + " on group " + g->text + " silent for " +
+            std::to_string(static_cast<long long>(clock.to_ns(now - last) / 1e6)) +
+            " ms (publisher_timeout " + std::to_string(config_.publisher_timeout.count()) + " ms)";
+    }
+    std::string link_error;
+    {
+      std::lock_guard lock(mutex_);
+      link_error = g->link_error;
+    }
+    if (!link_error.empty() && g->link.load(std::memory_order_acquire) == Link::failed) {
+      why += (why.empty() ? "" : "; ") + link_error;
+    }
+    if (!why.empty()) out += (out.empty() ? "" : "; ") + why;
+  }
+  return out;
+}
+
+}  // namespace tickrail::rdma::ud

@@ -1,0 +1,181 @@
+// UD multicast subscriber: joins one or more groups (one publisher session each), busy-polls
+// one receive CQ, validates every datagram, tracks each session's sequence, fills holes by RDMA
+// READ from the publisher's history, and delivers each stream's ticks in sequence order.
+//
+// Threads: the polling thread (poll(): the data path) and a conductor (control plane: opens
+// and tears down the recovery connections, watches rdma_cm events). They share, per group, one
+// atomic link state; the conductor creates or destroys a RecoveryLink only while the polling
+// thread cannot be using it (states below).
+//
+// Streams of several groups are independent: each is delivered in its own order, interleaved.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tickrail/memory.hpp"
+#include "transport/rdma/cm.hpp"
+#include "transport/rdma/ud/datagram.hpp"
+#include "transport/rdma/ud/multicast.hpp"
+#include "transport/rdma/ud/recovery_link.hpp"
+#include "transport/rdma/ud/sequence_tracker.hpp"
+#include "transport/rdma/verbs.hpp"
+#include "transport/transport.hpp"
+
+namespace tickrail::rdma::ud {
+
+// What the UD transport counts beyond SubscriberCounters, summed over its groups.
+struct UdSubscriberCounters {
+  std::uint64_t datagrams = 0;     // valid datagrams of our sessions (data, heartbeat, end)
+  std::uint64_t heartbeats = 0;    // of which heartbeats and ends
+  std::uint64_t ticks = 0;         // ticks received in datagrams (duplicates included)
+  std::uint64_t delivered = 0;     // ticks handed to the application
+  std::uint64_t gaps = 0;          // holes seen opening
+  std::uint64_t recovered = 0;     // ticks recovered by RDMA READ
+  std::uint64_t lost = 0;          // ticks lost for good
+  std::uint64_t loss_events = 0;
+  std::uint64_t duplicates = 0;
+  std::uint64_t reordered = 0;     // ticks that arrived late by multicast and filled a hole
+  std::uint64_t overrun = 0;       // ticks beyond the reorder window, left to recovery
+  std::uint64_t foreign = 0;       // not tickrail's, or another session on our group: dropped
+  std::uint64_t malformed = 0;     // tickrail's magic, inconsistent content: dropped
+  std::uint64_t recv_errors = 0;   // receive completions in error
+  std::uint64_t reads = 0;         // RDMA READs completed
+  std::uint64_t read_errors = 0;   // RDMA READs failed (the link is then rebuilt)
+  std::uint64_t hook_dropped = 0;  // dropped by the test hook
+};
+
+class UdSubscriber final : public detail::SubscriberTransport {
+ public:
+  explicit UdSubscriber(const SubscriberConfig& config);
+  ~UdSubscriber() override;
+
+  RingReader* ring() noexcept override { return nullptr; }
+  bool ready() noexcept override;
+  std::size_t poll(detail::TickSink sink, std::size_t limit) noexcept override;
+  SubscriberState state() const noexcept override;
+  SubscriberCounters counters() const noexcept override;
+  std::uint64_t next_sequence() const noexcept override;
+  std::string reason() const override;
+  const SubscriberConfig& config() const noexcept override { return config_; }
+  void close() noexcept override;
+
+  // Polling thread (or after it stopped).
+  [[nodiscard]] UdSubscriberCounters ud_counters() const noexcept;
+  [[nodiscard]] std::size_t group_count() const noexcept { return groups_.size(); }
+  [[nodiscard]] std::uint64_t session(std::size_t group) const noexcept;
+  [[nodiscard]] std::uint32_t mtu() const noexcept { return mtu_; }
+
+  // Test hook on the receive path: called with every datagram received (before validation);
+  // returning true drops it as if the network had. Set before polling; polling thread only.
+  using DropHook = bool (*)(void* context, const std::byte* datagram, std::size_t length);
+  void set_drop_hook(DropHook hook, void* context) noexcept {
+    drop_hook_ = hook;
+    drop_context_ = context;
+  }
+
+ private:
+  // Recovery link states: the polling thread moves idle->wanted, failed->wanted (retry) and
+  // ready->broken; the conductor moves wanted->ready/failed and broken->wanted, and touches the
+  // link only in wanted and broken.
+  enum class Link : int { idle, wanted, ready, broken, failed };
+
+  struct Group {
+    Group() : id(channel, RDMA_PS_UDP) {}
+    // Control plane, in creation order.
+    EventChannel channel;
+    CmId id;
+    Address address;
+    std::string text;
+    MappedRegion bufs_mem;
+    std::optional<MemoryRegion> bufs_mr;
+    std::optional<CmQueuePair> qp;
+    std::unique_ptr<Membership> membership;
+    std::unique_ptr<ibv_recv_wr[]> wrs;
+    std::unique_ptr<ibv_sge[]> sges;
+    MappedRegion window_mem;
+    // Recovery.
+    std::atomic<Link> link{Link::idle};
+    std::unique_ptr<RecoveryLink> recovery;  // conductor-owned; used by the poller when ready
+    // The publisher's recovery endpoint from its headers, written by the poller before the
+    // link goes idle->wanted (the conductor reads it after).
+    std::uint8_t ep_family = 0;
+    std::uint8_t ep_addr[16]{};
+    std::uint16_t ep_port = 0;
+    std::string link_error;  // conductor, under mutex_
+
+    // Data path state.
+    std::uint32_t index = 0;
+    std::uint32_t nbufs = 0;
+    std::uint32_t repost_from = 0;  // first buffer to post again
+    std::uint32_t to_repost = 0;    // consumed buffers waiting to be posted
+    std::uint64_t session = 0;      // 0 until the first valid datagram
+    std::uint64_t history = 0;      // the publisher's, from its headers
+    SequenceTracker tracker;
+    bool reading = false;
+    Hole read_range{};
+    std::uint64_t retry_at = 0;     // clock ticks: when a failed link may be tried again
+    std::uint64_t ticks = 0;
+    std::uint64_t datagrams = 0;
+    std::uint64_t heartbeats = 0;
+    std::uint64_t foreign = 0;
+    std::uint64_t malformed = 0;
+    std::uint64_t recv_errors = 0;
+    std::uint64_t reads = 0;
+    std::uint64_t read_errors = 0;
+    std::uint64_t hook_dropped = 0;
+    std::atomic<std::uint64_t> last_heard{0};  // clock ticks of the last datagram of our session
+    std::atomic<bool> ended{false};             // the publisher sent its end datagram
+  };
+
+  // Data path.
+  std::size_t on_datagram(Group& g, const std::byte* p, std::size_t len, detail::TickSink& sink,
+                          std::size_t room, std::uint64_t now) noexcept;
+  void adopt_session(Group& g, const DatagramHeader& h) noexcept;
+  void start_stream(Group& g, std::uint64_t first_live) noexcept;
+  void repost(Group& g) noexcept;
+  void drive_recovery(Group& g, std::uint64_t now) noexcept;
+
+  // Delivers nothing: takes pending completions into the reorder windows (ready()).
+  void take_completions() noexcept;
+  std::size_t process_cq(detail::TickSink& sink, std::size_t limit) noexcept;
+
+  // Control plane.
+  void conductor_loop(std::stop_token st);
+  void serve_link(Group& g);
+  void teardown() noexcept;
+
+  // Releases the verbs objects in dependency order however construction ended (declared after
+  // the objects it releases, so it runs before their own destructors).
+  struct Teardown {
+    UdSubscriber* self;
+    ~Teardown() { self->teardown(); }
+  };
+
+  SubscriberConfig config_;
+  std::vector<std::unique_ptr<Group>> groups_;
+  std::optional<ProtectionDomain> pd_;
+  std::optional<CompletionQueue> recv_cq_;
+  std::optional<Address> configured_endpoint_;  // rdma.address:port, when set
+  Teardown teardown_{this};
+  std::uint32_t mtu_ = 0;
+  std::uint32_t buf_stride_ = 0;
+  std::uint32_t window_ticks_ = 0;
+  std::uint32_t staging_ticks_ = 0;
+  std::uint32_t recv_batch_ = 32;
+  std::uint64_t publisher_timeout_ticks_ = 0;
+  std::uint64_t retry_ticks_ = 0;
+  std::uint32_t idle_polls_ = 0;
+  std::atomic<bool> closing_{false};
+  DropHook drop_hook_ = nullptr;
+  void* drop_context_ = nullptr;
+  mutable std::mutex mutex_;  // link_error strings
+  std::jthread conductor_;
+};
+
+}  // namespace tickrail::rdma::ud

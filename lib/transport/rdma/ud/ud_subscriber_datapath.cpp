@@ -1,0 +1,269 @@
+// The UD poll path: no allocation, no exceptions, no logging, no system calls of its own
+// (ibv_poll_cq, ibv_post_recv and ibv_post_send are the provider's).
+#include "tickrail/clock.hpp"
+#include "transport/rdma/ud/ud_subscriber.hpp"
+
+namespace tickrail::rdma::ud {
+namespace {
+
+struct NoSink {
+  void operator()(const Tick&) const noexcept {}
+};
+
+}  // namespace
+
+void UdSubscriber::repost(Group& g) noexcept {
+  std::uint32_t a = g.repost_from;
+  std::uint32_t k = g.to_repost;
+  while (k != 0) {
+    // Buffers complete in the order posted (one receive queue per group), so the consumed ones
+    // are a contiguous run of the ring: post it as one chain (two when it wraps).
+    const std::uint32_t run = std::min(k, g.nbufs - a);
+    ibv_recv_wr& last = g.wrs[a + run - 1];
+    ibv_recv_wr* const saved = last.next;
+    last.next = nullptr;
+    ibv_recv_wr* bad = nullptr;
+    const int rc = ibv_post_recv(g.qp->get(), &g.wrs[a], &bad);
+    last.next = saved;
+    if (rc != 0) {
+      ++g.recv_errors;
+      break;
+    }
+    a = a + run == g.nbufs ? 0 : a + run;
+    k -= run;
+  }
+  g.repost_from = a;
+  g.to_repost = k;
+}
+
+void UdSubscriber::adopt_session(Group& g, const DatagramHeader& h) noexcept {
+  g.session = h.session;
+  g.history = h.history;
+  if (configured_endpoint_ || (h.recovery_family != 0 && h.recovery_port != 0)) {
+    g.ep_family = h.recovery_family;
+    std::memcpy(g.ep_addr, h.recovery_addr, sizeof g.ep_addr);
+    g.ep_port = h.recovery_port;
+    // Connect at join: the link is up before the first hole, or the late join needs it now.
+    Link idle = Link::idle;
+    g.link.compare_exchange_strong(idle, Link::wanted, std::memory_order_release,
+                                   std::memory_order_relaxed);
+  }
+}
+
+void UdSubscriber::start_stream(Group& g, std::uint64_t first_live) noexcept {
+  std::uint64_t k = config_.rdma.late_join_recover;
+  // Never ask for more than half the history: the rest may be overwritten before we read it.
+  if (k > g.history / 2) k = g.history / 2;
+  const std::uint64_t first = first_live > k ? first_live - k : 1;
+  g.tracker.start(first, first_live);
+}
+
+std::size_t UdSubscriber::on_datagram(Group& g, const std::byte* p, std::size_t len,
+                                      detail::TickSink& sink, std::size_t room,
+                                      std::uint64_t now) noexcept {
+  if (drop_hook_ != nullptr && drop_hook_(drop_context_, p, len)) [[unlikely]] {
+    ++g.hook_dropped;
+    return 0;
+  }
+  const Verdict v = validate(p, len);
+  if (v != Verdict::ok) [[unlikely]] {
+    if (v == Verdict::foreign) {
+      ++g.foreign;
+    } else {
+      ++g.malformed;
+    }
+    return 0;
+  }
+  const DatagramHeader h = read_header(p);
+  if (g.session == 0) [[unlikely]] {
+    adopt_session(g, h);
+  } else if (h.session != g.session) [[unlikely]] {
+    ++g.foreign;  // another publisher (or a restarted one) on our group: not our stream
+    return 0;
+  }
+  ++g.datagrams;
+  g.last_heard.store(now, std::memory_order_relaxed);
+  SequenceTracker& tr = g.tracker;
+  if (h.kind != DatagramKind::data) {
+    ++g.heartbeats;
+    if (!tr.started()) start_stream(g, h.first_seq);
+    (void)tr.observe(h.first_seq, h.first_seq);
+    if (h.kind == DatagramKind::end) g.ended.store(true, std::memory_order_release);
+    return 0;
+  }
+  g.ticks += h.count;
+  if (!tr.started()) start_stream(g, h.first_seq);
+  const bool late = tr.observe(h.first_seq, h.first_seq + h.count);
+  const std::byte* ticks = p + kHeaderBytes;
+  std::uint32_t i = 0;
+  std::size_t delivered = 0;
+  if (tr.in_order(h.first_seq)) [[likely]] {
+    // The common case: straight from the receive buffer to the handler.
+    const auto k = static_cast<std::uint32_t>(std::min<std::size_t>(h.count, room));
+    for (; i < k; ++i) {
+      alignas(kCacheLine) Tick t;
+      std::memcpy(&t, ticks + std::size_t{i} * kTickBytes, sizeof t);
+      sink(t);
+    }
+    tr.delivered_direct(k);
+    delivered = k;
+  }
+  const auto source = late ? SequenceTracker::Source::late : SequenceTracker::Source::live;
+  for (; i < h.count; ++i) {
+    alignas(kCacheLine) Tick t;
+    std::memcpy(&t, ticks + std::size_t{i} * kTickBytes, sizeof t);
+    (void)tr.store(t, source);
+  }
+  return delivered;
+}
+
+std::size_t UdSubscriber::process_cq(detail::TickSink& sink, std::size_t limit) noexcept {
+  ibv_wc wc[32];
+  const int got = ibv_poll_cq(recv_cq_->get(), 32, wc);
+  if (got <= 0) return 0;
+  const std::uint64_t now = Clock::now();
+  std::size_t n = 0;
+  for (int i = 0; i < got; ++i) {
+    Group& g = *groups_[wc[i].wr_id >> 32];
+    const auto buf = static_cast<std::uint32_t>(wc[i].wr_id);
+    if (wc[i].status == IBV_WC_SUCCESS && wc[i].byte_len >= kGrhBytes) [[likely]] {
+      const std::byte* p = static_cast<const std::byte*>(g.bufs_mem.data()) +
+                           std::size_t{buf} * buf_stride_ + kHeaderBytes;
+      n += on_datagram(g, p, wc[i].byte_len - kGrhBytes, sink, limit - n, now);
+    } else if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+      ++g.recv_errors;
+    }
+    if (++g.to_repost >= recv_batch_) repost(g);
+  }
+  return n;
+}
+
+void UdSubscriber::drive_recovery(Group& g, std::uint64_t now) noexcept {
+  SequenceTracker& tr = g.tracker;
+  if (g.reading) {
+    const int r = g.recovery->poll();
+    if (r == 0) return;
+    g.reading = false;
+    if (r < 0) {
+      ++g.read_errors;
+      g.link.store(Link::broken, std::memory_order_release);
+      return;
+    }
+    ++g.reads;
+    (void)tr.recovered(g.recovery->staging(), g.read_range.lo, g.read_range.size());
+  }
+  if (!tr.started() || !tr.behind()) return;
+  const Link st = g.link.load(std::memory_order_acquire);
+  if (st == Link::ready) {
+    if (g.recovery->disconnected()) {
+      g.link.store(Link::broken, std::memory_order_release);
+      return;
+    }
+    const Hole hole = tr.first_hole(g.recovery->staging_ticks());
+    if (hole.empty()) return;
+    if (g.recovery->post_read(hole.lo, static_cast<std::uint32_t>(hole.size())) != 0) {
+      ++g.read_errors;
+      g.link.store(Link::broken, std::memory_order_release);
+      return;
+    }
+    g.reading = true;
+    g.read_range = hole;
+    return;
+  }
+  if (st == Link::failed || st == Link::idle) {
+    // No recovery: the publisher advertises none, or cannot be reached. Holes are lost.
+    if (tr.first_hole(1).empty()) return;
+    tr.give_up(tr.highest());
+    if (st == Link::failed) {
+      if (g.retry_at == 0) {
+        g.retry_at = now + retry_ticks_;
+      } else if (now >= g.retry_at) {
+        g.retry_at = 0;
+        Link failed = Link::failed;
+        g.link.compare_exchange_strong(failed, Link::wanted, std::memory_order_release,
+                                       std::memory_order_relaxed);
+      }
+    }
+  }
+  // wanted or broken: the conductor is connecting; the holes wait (bounded by connect_timeout).
+}
+
+std::size_t UdSubscriber::poll(detail::TickSink sink, std::size_t limit) noexcept {
+  if (closing_.load(std::memory_order_relaxed)) [[unlikely]] return 0;
+  std::size_t n = 0;
+  for (auto& g : groups_) {
+    if (n >= limit) break;
+    if (g->tracker.behind()) n += g->tracker.deliver(sink, limit - n);
+  }
+  if (n < limit) n += process_cq(sink, limit - n);
+  // Recovery work only when some stream is behind; the clock is read only then.
+  std::uint64_t now = 0;
+  for (auto& g : groups_) {
+    if (!g->reading && !g->tracker.behind()) continue;
+    if (now == 0) now = Clock::now();
+    drive_recovery(*g, now);
+    if (n < limit && g->tracker.behind()) n += g->tracker.deliver(sink, limit - n);
+  }
+  return n;
+}
+
+void UdSubscriber::take_completions() noexcept {
+  NoSink none;
+  detail::TickSink sink(none);
+  (void)process_cq(sink, 0);
+}
+
+bool UdSubscriber::ready() noexcept {
+  if (closing_.load(std::memory_order_relaxed)) return false;
+  take_completions();
+  for (const auto& g : groups_) {
+    if (!g->tracker.started()) return false;
+  }
+  return true;
+}
+
+SubscriberCounters UdSubscriber::counters() const noexcept {
+  SubscriberCounters c;
+  for (const auto& g : groups_) {
+    const TrackerCounters& t = g->tracker.counters();
+    c.received += t.delivered;
+    c.lost += t.lost;
+    c.laps += t.loss_events;
+  }
+  return c;
+}
+
+std::uint64_t UdSubscriber::next_sequence() const noexcept {
+  return groups_.empty() ? 0 : groups_.front()->tracker.next();
+}
+
+std::uint64_t UdSubscriber::session(std::size_t group) const noexcept {
+  return group < groups_.size() ? groups_[group]->session : 0;
+}
+
+UdSubscriberCounters UdSubscriber::ud_counters() const noexcept {
+  UdSubscriberCounters c;
+  for (const auto& g : groups_) {
+    const TrackerCounters& t = g->tracker.counters();
+    c.datagrams += g->datagrams;
+    c.heartbeats += g->heartbeats;
+    c.ticks += g->ticks;
+    c.delivered += t.delivered;
+    c.gaps += t.gaps;
+    c.recovered += t.recovered;
+    c.lost += t.lost;
+    c.loss_events += t.loss_events;
+    c.duplicates += t.duplicates;
+    c.reordered += t.reordered;
+    c.overrun += t.overrun;
+    c.foreign += g->foreign;
+    c.malformed += g->malformed;
+    c.recv_errors += g->recv_errors;
+    c.reads += g->reads;
+    c.read_errors += g->read_errors;
+    c.hook_dropped += g->hook_dropped;
+  }
+  return c;
+}
+
+}  // namespace tickrail::rdma::ud
