@@ -1,0 +1,142 @@
+#include "jitter.hpp"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+
+#include "tickrail/error.hpp"
+
+namespace tickrail::jitter {
+
+namespace {
+[[noreturn]] void bad(std::string_view key, const std::string& why) {
+  throw Error(Errc::config_error, std::string(key) + ": " + why);
+}
+
+std::string fmt(const char* f, auto... args) {
+  char buf[512];
+  const int n = std::snprintf(buf, sizeof buf, f, args...);
+  return std::string(buf, static_cast<std::size_t>(std::clamp(n, 0, static_cast<int>(sizeof buf) - 1)));
+}
+}  // namespace
+
+const char* to_string(Mode m) noexcept {
+  switch (m) {
+    case Mode::one_way: return "one-way";
+    case Mode::pingpong: return "pingpong";
+  }
+  return "unknown";
+}
+
+Mode parse_mode(std::string_view s, std::string_view key) {
+  if (s == "one-way" || s == "one_way" || s == "oneway") return Mode::one_way;
+  if (s == "pingpong" || s == "ping-pong") return Mode::pingpong;
+  bad(key, "unknown mode '" + std::string(s) + "' (expected one-way or pingpong)");
+}
+
+void read_options(ConfigFile::Section s, Options& o) {
+  s.get_enum("mode", o.mode, parse_mode);
+  s.get("cpu", o.cpu);
+  s.get("duration_ms", o.duration);
+  s.get("count", o.count);
+  s.get("batch", o.batch);
+  s.get("live", o.live);
+  s.get("lock_memory", o.lock_memory);
+  s.get("json", o.json);
+  s.get("hgrm", o.hgrm);
+  s.get("svg", o.svg);
+  s.validated([&] { validate(o); });
+}
+
+void validate(const Options& o) {
+  if (o.cpu < -1) bad("cpu", "must be a cpu number, or -1 for none");
+  if (o.batch == 0 || o.batch > 65536) bad("batch", std::to_string(o.batch) + " is outside 1..65536");
+}
+
+Recorder::Recorder(double ns_per_tick) : ns_per_tick_(ns_per_tick) {}
+
+Window Recorder::take_window(double seconds) noexcept {
+  Window w;
+  w.seconds = seconds;
+  w.count = window_.count();
+  w.p50_ns = window_.value_at_percentile(50.0);
+  w.p99_ns = window_.value_at_percentile(99.0);
+  w.max_ns = window_.max();
+  w.lost = window_lost_;
+  window_.reset();
+  window_lost_ = 0;
+  return w;
+}
+
+namespace {
+
+std::string describe_end(const RunInfo& info) {
+  std::string s = info.ended;
+  if (info.ended == "publisher_gone") s = "the publisher closed the channel (drained)";
+  if (info.ended == "duration") s = "--duration reached";
+  if (info.ended == "count") s = "--count ticks received";
+  if (info.ended == "interrupted") s = "interrupted";
+  if (info.ended == "evicted") s = "evicted by the publisher";
+  if (!info.reason.empty()) s += " (" + info.reason + ")";
+  return s;
+}
+
+}  // namespace
+
+std::string format_report(const Recorder& r, const RunInfo& info) {
+  std::string t;
+  t += "tickrail-jitter: ONE-WAY latency, publisher send stamp (Tick::send_ts) to receipt by this "
+       "subscriber,\n  one clock on one host (" + info.clock + "); values in ns.\n";
+  t += fmt("  %s channel '%s', %" PRIu64 " ticks in %.3f s (%.0f ticks/s); ended: ",
+           info.transport.c_str(), info.channel.c_str(), r.received(), info.elapsed_s,
+           info.elapsed_s > 0 ? static_cast<double>(r.received()) / info.elapsed_s : 0.0) +
+       describe_end(info) + "\n";
+  if (r.received() != 0) {
+    t += fmt("  sequence %" PRIu64 "..%" PRIu64 ": %" PRIu64 " gaps, %" PRIu64
+             " ticks lost; ring laps %" PRIu64 " (%" PRIu64 " ticks)",
+             r.first_seq(), r.last_seq(), r.gaps(), r.lost(), info.laps, info.ring_lost);
+    if (r.first_seq() > 1) t += fmt("; joined after %" PRIu64 " ticks", r.first_seq() - 1);
+    t += "\n";
+  }
+  if (r.negative() != 0) {
+    t += fmt("  warning: %" PRIu64 " ticks stamped later than received (clocks differ: the "
+             "publisher and this process must share one TSC)\n", r.negative());
+  }
+  const TableRow rows[] = {
+      {"latency", summarize(r.latency(), r.lost())},
+      {"inter-arrival", summarize(r.interarrival())},
+      {"poll gap", summarize(r.poll_gap())},
+  };
+  t += format_table(rows);
+  t += "  latency: one-way; inter-arrival: between two received ticks; poll gap: between two "
+       "turns of this\n  subscriber's polling loop (its longest is the OS jitter on cpu " +
+       (info.cpu >= 0 ? std::to_string(info.cpu) : std::string("(not pinned)")) + ").\n";
+  return t;
+}
+
+nlohmann::json report_json(const Recorder& r, const RunInfo& info) {
+  nlohmann::json j = to_json(summarize(r.latency(), r.lost()));
+  j["figure"] = "one-way";
+  j["unit"] = "ns";
+  j["received"] = r.received();
+  j["first_seq"] = r.first_seq();
+  j["last_seq"] = r.last_seq();
+  j["gaps"] = r.gaps();
+  j["out_of_order"] = r.out_of_order();
+  j["negative"] = r.negative();
+  j["ring_lost"] = info.ring_lost;
+  j["laps"] = info.laps;
+  j["interarrival"] = to_json(summarize(r.interarrival()));
+  j["poll_gap"] = to_json(summarize(r.poll_gap()));
+  j["ended"] = info.ended;
+  j["reason"] = info.reason;
+  j["transport"] = info.transport;
+  j["channel"] = info.channel;
+  j["clock"] = info.clock;
+  j["elapsed_s"] = info.elapsed_s;
+  j["cpu"] = info.cpu;
+  j["warnings"] = info.warnings;
+  return j;
+}
+
+}  // namespace tickrail::jitter

@@ -1,0 +1,134 @@
+// The pieces of tickrail-jitter: its options, the Recorder that turns received ticks into
+// histograms, and the report. main.cpp wires them to a Subscriber and the command line.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tickrail/config_file.hpp"
+#include "tickrail/histogram.hpp"
+#include "tickrail/report.hpp"
+#include "tickrail/tick.hpp"
+
+namespace tickrail::jitter {
+
+enum class Mode : std::uint8_t {
+  one_way,   // receive time minus Tick::send_ts: needs one clock for both (same host, TSC)
+  pingpong,  // echo each tick to the publisher, report RTT/2: for hosts with separate clocks
+};
+[[nodiscard]] const char* to_string(Mode m) noexcept;
+[[nodiscard]] Mode parse_mode(std::string_view s, std::string_view key = "mode");
+
+struct Options {
+  Mode mode = Mode::one_way;
+  int cpu = -1;                            // pin the polling thread (-1: do not pin)
+  std::chrono::milliseconds duration{0};   // stop after this long; 0: when the publisher ends
+  std::uint64_t count = 0;                 // stop after this many ticks; 0: no limit
+  std::uint32_t batch = 256;               // ticks per poll, at most
+  bool live = true;                        // the once-a-second line
+  bool lock_memory = false;                // mlockall before measuring
+  std::string json, hgrm, svg;             // report files
+};
+
+// Reads the [jitter] section (keys: the fields above).
+void read_options(ConfigFile::Section s, Options& o);
+void validate(const Options& o);
+
+// The figures one second of the run shows.
+struct Window {
+  double seconds = 0;
+  std::uint64_t count = 0;
+  std::uint64_t p50_ns = 0, p99_ns = 0, max_ns = 0;
+  std::uint64_t lost = 0;  // sequence gaps in the window
+};
+
+// Records ticks and polls. Every call here is hot-path safe: no allocation, no system call.
+class Recorder {
+ public:
+  explicit Recorder(double ns_per_tick);
+
+  // A tick received at `now` (clock ticks, Clock::now()).
+  void on_tick(const Tick& t, std::uint64_t now) noexcept {
+    const std::uint64_t lat = now >= t.send_ts ? now - t.send_ts : 0;
+    if (now < t.send_ts) [[unlikely]] ++negative_;
+    const auto ns = static_cast<std::uint64_t>(static_cast<double>(lat) * ns_per_tick_);
+    latency_.record(ns);
+    window_.record(ns);
+    if (last_rx_ != 0) {
+      interarrival_.record(static_cast<std::uint64_t>(static_cast<double>(now - last_rx_) * ns_per_tick_));
+    }
+    last_rx_ = now;
+    if (next_seq_ == 0) [[unlikely]] {
+      first_seq_ = t.seq;
+    } else if (t.seq > next_seq_) [[unlikely]] {
+      ++gaps_;
+      lost_ += t.seq - next_seq_;
+      window_lost_ += t.seq - next_seq_;
+    } else if (t.seq < next_seq_) [[unlikely]] {
+      ++out_of_order_;
+    }
+    if (t.seq >= next_seq_) next_seq_ = t.seq + 1;
+  }
+
+  // The top of one turn of the polling loop, at `now`: the time since the previous turn is how
+  // long this thread did not poll (the OS taking the core, an interrupt, a page fault...).
+  void on_poll(std::uint64_t now) noexcept {
+    if (last_poll_ != 0) {
+      poll_gap_.record(static_cast<std::uint64_t>(static_cast<double>(now - last_poll_) * ns_per_tick_));
+    }
+    last_poll_ = now;
+  }
+  // Forget the previous turn (after work the loop did on purpose, such as printing a line).
+  void skip_poll_gap() noexcept { last_poll_ = 0; }
+
+  // The window since the previous call, then starts a new one.
+  Window take_window(double seconds) noexcept;
+
+  [[nodiscard]] const Histogram& latency() const noexcept { return latency_; }
+  [[nodiscard]] const Histogram& interarrival() const noexcept { return interarrival_; }
+  [[nodiscard]] const Histogram& poll_gap() const noexcept { return poll_gap_; }
+  [[nodiscard]] std::uint64_t received() const noexcept { return latency_.count(); }
+  [[nodiscard]] std::uint64_t first_seq() const noexcept { return first_seq_; }
+  [[nodiscard]] std::uint64_t last_seq() const noexcept { return next_seq_ == 0 ? 0 : next_seq_ - 1; }
+  [[nodiscard]] std::uint64_t gaps() const noexcept { return gaps_; }
+  [[nodiscard]] std::uint64_t lost() const noexcept { return lost_; }  // ticks in the gaps
+  [[nodiscard]] std::uint64_t out_of_order() const noexcept { return out_of_order_; }
+  [[nodiscard]] std::uint64_t negative() const noexcept { return negative_; }
+
+ private:
+  double ns_per_tick_;
+  Histogram latency_;
+  Histogram interarrival_;
+  Histogram poll_gap_;
+  Histogram window_;
+  std::uint64_t last_rx_ = 0;
+  std::uint64_t last_poll_ = 0;
+  std::uint64_t next_seq_ = 0;  // 0: nothing received yet
+  std::uint64_t first_seq_ = 0;
+  std::uint64_t gaps_ = 0;
+  std::uint64_t lost_ = 0;
+  std::uint64_t window_lost_ = 0;
+  std::uint64_t out_of_order_ = 0;
+  std::uint64_t negative_ = 0;
+};
+
+// What ended the run, and the context the report prints.
+struct RunInfo {
+  std::string ended;          // "publisher_gone", "duration", "count", "interrupted", "evicted"
+  std::string reason;         // the subscriber's reason() when gone or evicted
+  std::string transport, channel, clock;
+  double elapsed_s = 0;
+  std::uint64_t ring_lost = 0, laps = 0;  // the Subscriber's own counters
+  int cpu = -1;
+  std::vector<std::string> warnings;
+};
+
+// The end-of-run table (one-way latency, inter-arrival, poll gap) with its heading, and the JSON
+// object (count, lost, min_ns ... max_ns of the latency, plus interarrival, poll_gap and the run).
+[[nodiscard]] std::string format_report(const Recorder& r, const RunInfo& info);
+[[nodiscard]] nlohmann::json report_json(const Recorder& r, const RunInfo& info);
+
+}  // namespace tickrail::jitter

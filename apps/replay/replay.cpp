@@ -1,0 +1,440 @@
+#include "replay.hpp"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <thread>
+
+#include "tickrail/clock.hpp"
+#include "tickrail/error.hpp"
+#include "tickrail/feed/csv_reader.hpp"
+#include "tickrail/feed/itch.hpp"
+#include "tickrail/feed/itch_file.hpp"
+#include "tickrail/feed/pcap_reader.hpp"
+#include "tickrail/idle.hpp"
+#include "tickrail/report.hpp"
+
+namespace tickrail::replay {
+
+namespace {
+[[noreturn]] void bad(std::string_view key, const std::string& why) {
+  throw Error(Errc::config_error, std::string(key) + ": " + why);
+}
+}  // namespace
+
+const char* to_string(Pacing p) noexcept {
+  switch (p) {
+    case Pacing::feed: return "feed";
+    case Pacing::rate: return "rate";
+    case Pacing::max: return "max";
+  }
+  return "unknown";
+}
+
+Pacing parse_pacing(std::string_view s, std::string_view key) {
+  if (s == "feed") return Pacing::feed;
+  if (s == "rate") return Pacing::rate;
+  if (s == "max") return Pacing::max;
+  bad(key, "unknown pacing '" + std::string(s) + "' (expected feed, rate or max)");
+}
+
+feed::InputFormat parse_format(std::string_view s, std::string_view key) {
+  if (s == "auto" || s == "automatic") return feed::InputFormat::automatic;
+  if (s == "itch") return feed::InputFormat::itch;
+  if (s == "pcap") return feed::InputFormat::pcap;
+  if (s == "csv") return feed::InputFormat::csv;
+  bad(key, "unknown format '" + std::string(s) + "' (expected auto, itch, pcap or csv)");
+}
+
+feed::SyntheticConfig default_synthetic() {
+  feed::SyntheticConfig c;
+  c.limit = 5'000'000;
+  return c;
+}
+
+void read_options(ConfigFile::Section s, Options& o) {
+  s.get("input", o.input);
+  s.get_enum("format", o.format, parse_format);
+  s.get("skip_bad", o.skip_bad);
+  s.get("status_ticks", o.status_ticks);
+  s.get("udp_port", o.udp_port);
+  s.get("count", o.synthetic.limit);
+  s.get("seed", o.synthetic.seed);
+  s.get("instruments", o.synthetic.instruments);
+  s.get("gap_ns", o.synthetic.gap_ns);
+  s.get("burst_every", o.synthetic.burst_every);
+  s.get("burst_length", o.synthetic.burst_length);
+  s.get("burst_gap_ns", o.synthetic.burst_gap_ns);
+  s.get_enum("pacing", o.pacing, parse_pacing);
+  s.get("speed", o.speed);
+  s.get("rate", o.rate);
+  s.get("duration_ms", o.duration);
+  s.get("book", o.book);
+  s.get("book_orders", o.book_orders);
+  s.get("batch", o.batch);
+  s.get("wait_subscribers", o.wait_subscribers);
+  s.get("wait_timeout_ms", o.wait_timeout);
+  s.get("drain_timeout_ms", o.drain_timeout);
+  s.get("cpu", o.cpu);
+  s.get("json", o.json);
+  s.validated([&] { validate(o); });
+}
+
+void validate(const Options& o) {
+  if (!(o.speed > 0) || !std::isfinite(o.speed)) bad("speed", "must be a positive number");
+  if (!(o.rate > 0) || !std::isfinite(o.rate)) bad("rate", "must be a positive number");
+  if (o.batch == 0 || o.batch > 65536) bad("batch", std::to_string(o.batch) + " is outside 1..65536");
+  if (o.synthetic.instruments == 0) bad("instruments", "must be at least 1");
+  if (o.synthetic.burst_length > o.synthetic.burst_every) {
+    bad("burst_length", "must not exceed burst_every");
+  }
+  if (o.cpu < -1) bad("cpu", "must be a cpu number, or -1 for none");
+  if (o.wait_subscribers > kMaxSubscribers) {
+    bad("wait_subscribers", std::to_string(o.wait_subscribers) + " is above " +
+                                std::to_string(kMaxSubscribers));
+  }
+}
+
+std::unique_ptr<feed::TickSource> open_input(const Options& o) {
+  if (o.input.empty()) return std::make_unique<feed::SyntheticFeed>(o.synthetic);
+  feed::SourceOptions so;
+  so.format = o.format;
+  so.skip_bad = o.skip_bad;
+  so.decoder.status_ticks = o.status_ticks;
+  so.udp_port = o.udp_port;
+  return feed::open_source(o.input, so);
+}
+
+std::uint32_t wait_for_subscribers(Publisher& pub, std::uint32_t n,
+                                   std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    pub.service();
+    const std::uint32_t have = pub.subscriber_count();
+    if (have >= n || std::chrono::steady_clock::now() >= deadline) return have;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+Replayer::Replayer(const Options& o, feed::TickSource& source, Publisher& pub)
+    : o_(o), src_(source), pub_(pub), in_(o.batch), out_(o.batch), due_(o.batch) {
+  validate(o_);
+  if (o_.book) {
+    feed::BookConfig bc;
+    bc.expected_orders = o_.book_orders;
+    book_ = std::make_unique<feed::OrderBook>(bc);
+  }
+}
+
+void Replayer::publish_pending() {
+  if (pending_ == 0) return;
+  if (o_.pacing != Pacing::max) {
+    // Lag of each tick: when it leaves (now) against when it was due.
+    const Clock& clock = Clock::instance();
+    const std::uint64_t now = Clock::now();
+    for (std::size_t i = 0; i < pending_; ++i) {
+      const auto late = static_cast<std::uint64_t>(clock.to_ns(now > due_[i] ? now - due_[i] : 0));
+      stats_.lag_ns.record(late);
+      window_lag_.record(late);
+    }
+  }
+  std::size_t done = 0;
+  while (done < pending_) {
+    const PublishResult r = pub_.publish(std::span<const Tick>(out_.data() + done, pending_ - done));
+    done += r.published;
+    if (r.status == PublishStatus::closed) {
+      stats_.publisher_closed += pending_ - done;
+      pending_ = 0;
+      throw Error(Errc::closed, "publish: the channel '" + pub_.config().channel + "' was closed");
+    }
+    if (r.status == PublishStatus::back_pressured) {
+      ++stats_.back_pressure_waits;
+      cpu_relax();
+    }
+  }
+  stats_.offered += pending_;
+  pending_ = 0;
+}
+
+void Replayer::run(const std::atomic<bool>* stop,
+                   const std::function<void(const ProgressLine&)>& progress) {
+  const Clock& clock = Clock::instance();
+  const std::uint64_t start = Clock::now();
+  const double tpn = clock.ticks_per_ns();
+  const std::uint64_t end =
+      o_.duration.count() > 0
+          ? start + clock.ns_to_ticks(static_cast<double>(o_.duration.count()) * 1e6)
+          : ~std::uint64_t{0};
+  const double feed_factor = tpn / o_.speed;       // clock ticks per feed nanosecond
+  const double rate_period = tpn * 1e9 / o_.rate;  // clock ticks from one tick to the next
+  const std::uint64_t progress_every = clock.ns_to_ticks(500e6);
+  std::uint64_t next_progress = start + progress_every;
+  std::uint64_t last_progress = start;
+  std::uint64_t last_read = 0;
+
+  // Control work (stop, duration, progress), every batch and while waiting for a tick's time.
+  // Returns false when the run must end.
+  auto control = [&](std::uint64_t now) {
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) return false;
+    if (now >= end) return false;
+    if (progress && now >= next_progress) {
+      const feed::Progress p = src_.progress();
+      ProgressLine line;
+      line.msgs_per_s = static_cast<double>(stats_.ticks_read - last_read) /
+                        (clock.to_ns(now - last_progress) * 1e-9);
+      line.percent = p.total != 0
+                         ? 100.0 * static_cast<double>(p.done) / static_cast<double>(p.total)
+                         : -1;
+      line.lag_p99_ns = window_lag_.value_at_percentile(99.0);
+      line.lag_max_ns = window_lag_.max();
+      line.published = pub_.counters().published;
+      progress(line);
+      window_lag_.reset();
+      last_read = stats_.ticks_read;
+      last_progress = now;
+      next_progress = now + progress_every;
+    }
+    return true;
+  };
+
+  bool have_first = false;
+  std::uint64_t first_ts = 0;
+  std::uint64_t last_due = start;
+  std::uint64_t index = 0;  // ticks scheduled so far (rate pacing)
+  bool running = true;
+
+  while (running) {
+    if (!control(Clock::now())) {
+      stats_.stopped = true;
+      break;
+    }
+    const std::size_t n = src_.read(std::span<Tick>(in_.data(), in_.size()));
+    if (n == 0) break;
+    for (std::size_t i = 0; i < n && running; ++i) {
+      const Tick& t = in_[i];
+      ++stats_.ticks_read;
+      ++stats_.by_kind[static_cast<std::uint8_t>(t.kind) & 15u];
+      Tick& send = out_[pending_];
+      if (book_ && t.kind >= TickKind::Add && t.kind <= TickKind::Execute) {
+        if (!book_->apply(t, send)) continue;  // top of book unchanged: nothing to send
+      } else {
+        send = t;
+      }
+      if (o_.pacing != Pacing::max) {
+        std::uint64_t due;
+        if (o_.pacing == Pacing::feed) {
+          if (!have_first) {
+            have_first = true;
+            first_ts = t.exch_ts;
+          }
+          const std::uint64_t dt = t.exch_ts > first_ts ? t.exch_ts - first_ts : 0;
+          due = start + static_cast<std::uint64_t>(static_cast<double>(dt) * feed_factor);
+        } else {
+          due = start + static_cast<std::uint64_t>(static_cast<double>(index) * rate_period);
+        }
+        ++index;
+        due = std::max(due, last_due);  // a feed whose clock steps back keeps its order
+        last_due = due;
+        std::uint64_t now = Clock::now();
+        if (due > now) {
+          // Not due yet: send what is due, then wait for this one's time (open loop).
+          if (pending_ != 0) {
+            const Tick keep = send;
+            publish_pending();
+            out_[0] = keep;
+          }
+          std::uint32_t spins = 0;
+          while ((now = Clock::now()) < due) {
+            if ((++spins & 1023u) == 0 && !control(now)) {
+              stats_.stopped = true;
+              running = false;
+              break;
+            }
+            cpu_relax();
+          }
+          if (!running) break;
+        }
+        due_[pending_] = due;
+      }
+      if (++pending_ == out_.size()) publish_pending();
+    }
+    publish_pending();
+  }
+  publish_pending();
+  stats_.elapsed_s = clock.to_ns(Clock::now() - start) * 1e-9;
+}
+
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+std::string fmt(const char* f, auto... args) {
+  char buf[512];
+  const int n = std::snprintf(buf, sizeof buf, f, args...);
+  return std::string(buf, static_cast<std::size_t>(std::clamp(n, 0, static_cast<int>(sizeof buf) - 1)));
+}
+
+std::string price_text(std::int64_t p) {
+  const char* sign = p < 0 ? "-" : "";
+  const std::uint64_t a = p < 0 ? static_cast<std::uint64_t>(-p) : static_cast<std::uint64_t>(p);
+  return fmt("%s%" PRIu64 ".%04" PRIu64, sign, a / kPriceScale, a % kPriceScale);
+}
+
+const feed::ItchCounts* itch_counts(const feed::TickSource& src) {
+  if (const auto* i = dynamic_cast<const feed::ItchFileReader*>(&src)) return &i->counts();
+  if (const auto* p = dynamic_cast<const feed::PcapMoldReader*>(&src)) return &p->counts();
+  return nullptr;
+}
+
+const feed::SymbolDirectory* symbols(const feed::TickSource& src) {
+  if (const auto* i = dynamic_cast<const feed::ItchFileReader*>(&src)) return &i->symbols();
+  if (const auto* p = dynamic_cast<const feed::PcapMoldReader*>(&src)) return &p->symbols();
+  return nullptr;
+}
+
+}  // namespace
+
+Report make_report(const Options& o, const feed::TickSource& src, const Replayer& r,
+                   const Publisher& pub, const std::vector<SubscriberStatus>& subscribers) {
+  const Stats& st = r.stats();
+  const PublisherCounters& pc = pub.counters();
+  Report rep;
+  nlohmann::json& j = rep.json;
+  std::string& t = rep.text;
+
+  t += "input: " + src.name() + "\n";
+  j["input"] = src.name();
+  j["transport"] = to_string(pub.config().transport);
+  j["channel"] = pub.config().channel;
+  j["pacing"] = to_string(o.pacing);
+  if (o.pacing == Pacing::feed) j["speed"] = o.speed;
+  if (o.pacing == Pacing::rate) j["rate"] = o.rate;
+
+  // Messages by type: ITCH types for ITCH inputs, tick kinds otherwise.
+  if (const feed::ItchCounts* c = itch_counts(src)) {
+    t += fmt("messages: %" PRIu64 " valid ITCH 5.0 messages\n", c->messages);
+    nlohmann::json by = nlohmann::json::object();
+    for (feed::itch::MsgType type : feed::itch::kAllTypes) {
+      const std::uint64_t n = (*c)[type];
+      if (n == 0) continue;
+      const char code[2] = {static_cast<char>(type), 0};
+      t += fmt("  %s %-28s %12" PRIu64 "\n", code, feed::itch::type_name(static_cast<std::uint8_t>(type)), n);
+      by[code] = n;
+    }
+    j["messages"] = c->messages;
+    j["messages_by_type"] = by;
+  }
+  {
+    nlohmann::json by = nlohmann::json::object();
+    std::string line;
+    for (std::size_t k = 0; k < 16; ++k) {
+      if (st.by_kind[k] == 0) continue;
+      const char* name = to_string(static_cast<TickKind>(k));
+      line += fmt(" %s %" PRIu64, name, st.by_kind[k]);
+      by[name] = st.by_kind[k];
+    }
+    t += fmt("ticks read: %" PRIu64 " (", st.ticks_read) + (line.empty() ? "" : line.substr(1)) + ")\n";
+    j["ticks_read"] = st.ticks_read;
+    j["ticks_by_kind"] = by;
+  }
+  if (const auto* p = dynamic_cast<const feed::PcapMoldReader*>(&src)) {
+    const feed::PcapCounts& cc = p->capture_counts();
+    const feed::mold::SequenceTracker& sq = p->sequence();
+    t += fmt("capture: %" PRIu64 " packets, %" PRIu64 " MoldUDP64 (%" PRIu64 " heartbeats), %" PRIu64
+             " skipped; sequence gaps %" PRIu64 " (%" PRIu64 " messages missing), %" PRIu64 " duplicates\n",
+             cc.packets, cc.mold_packets, sq.heartbeats(), cc.not_udp + cc.other_port + cc.fragments,
+             sq.gap_count(), sq.missing(), sq.duplicates());
+    for (const feed::mold::Gap& g : sq.gaps()) {
+      if (&g - sq.gaps().data() >= 10) {
+        t += fmt("  ... %zu more gaps\n", sq.gaps().size() - 10);
+        break;
+      }
+      t += "  gap in session '" + feed::mold::session_string(g.session) +
+           fmt("': messages %" PRIu64 "..%" PRIu64 " missing (packet %" PRIu64 ")\n", g.expected,
+               g.received - 1, g.packet);
+    }
+    j["capture"] = {{"packets", cc.packets}, {"mold_packets", cc.mold_packets},
+                    {"heartbeats", sq.heartbeats()}, {"gaps", sq.gap_count()},
+                    {"missing", sq.missing()}, {"duplicates", sq.duplicates()}};
+  }
+  const feed::ErrorCounts& e = src.errors();
+  if (e.total() != 0 || !src.first_error().empty()) {
+    t += fmt("bad input skipped: %" PRIu64 " (truncated %" PRIu64 ", bad length %" PRIu64
+             ", unknown type %" PRIu64 ", bad packet %" PRIu64 ", bad line %" PRIu64 ")\n",
+             e.total(), e.truncated, e.bad_length, e.unknown_type, e.bad_packet, e.bad_line);
+    t += "  first: " + src.first_error() + "\n";
+  }
+  j["bad_input"] = {{"total", e.total()}, {"truncated", e.truncated}, {"bad_length", e.bad_length},
+                    {"unknown_type", e.unknown_type}, {"bad_packet", e.bad_packet},
+                    {"bad_line", e.bad_line}, {"first", src.first_error()}};
+
+  const double rate = st.elapsed_s > 0 ? static_cast<double>(st.ticks_read) / st.elapsed_s : 0;
+  t += fmt("published: %" PRIu64 " ticks%s in %.3f s (%.2f M input msgs/s), %" PRIu64
+           " while no subscriber was attached\n",
+           pc.published, o.book ? " (top-of-book quotes, trades, status)" : "", st.elapsed_s,
+           rate / 1e6, pc.unheard);
+  t += fmt("back-pressure: %" PRIu64 " publish calls retried\n", st.back_pressure_waits);
+  j["ticks_published"] = pc.published;
+  j["unheard"] = pc.unheard;
+  j["back_pressure_events"] = st.back_pressure_waits;
+  j["evictions"] = pc.evictions;
+  j["reclaimed"] = pc.reclaimed;
+  j["elapsed_s"] = st.elapsed_s;
+  j["input_msgs_per_s"] = rate;
+  j["stopped_early"] = st.stopped;
+
+  if (o.pacing != Pacing::max && !st.lag_ns.empty()) {
+    const Summary s = summarize(st.lag_ns);
+    t += fmt("lag behind schedule: p50 %.1f us, p99 %.1f us, p99.99 %.1f us, max %.1f us\n",
+             s.p50_ns / 1e3, s.p99_ns / 1e3, s.p9999_ns / 1e3, s.max_ns / 1e3);
+    j["lag"] = to_json(s);
+  }
+
+  t += fmt("subscribers: %zu\n", subscribers.size());
+  nlohmann::json subs = nlohmann::json::array();
+  for (const SubscriberStatus& s : subscribers) {
+    t += fmt("  slot %u pid %d %s%s policy %s state %s position %" PRIu64 " lag %" PRIu64 "\n", s.slot,
+             s.pid, s.peer.empty() ? "" : "peer ", s.peer.c_str(), to_string(s.policy),
+             s.state.c_str(), s.position, s.lag);
+    subs.push_back({{"slot", s.slot}, {"pid", s.pid}, {"peer", s.peer},
+                    {"policy", to_string(s.policy)}, {"state", s.state},
+                    {"position", s.position}, {"lag", s.lag}});
+  }
+  j["subscribers"] = subs;
+
+  if (const feed::OrderBook* b = r.book()) {
+    const feed::BookCounts& bc = b->counts();
+    t += fmt("book: %zu live orders; quotes %" PRIu64 ", unknown references %" PRIu64
+             ", duplicate adds %" PRIu64 ", overfills %" PRIu64 "\n",
+             b->live_orders(), bc.quotes, bc.unknown_refs, bc.duplicate_adds, bc.overfills);
+    const feed::SymbolDirectory* dir = symbols(src);
+    std::vector<std::uint32_t> ins = b->instruments();
+    std::stable_sort(ins.begin(), ins.end(), [&](std::uint32_t a, std::uint32_t c) {
+      return b->live_orders(a) > b->live_orders(c);
+    });
+    constexpr std::size_t kShown = 20;
+    t += fmt("  %-10s %-8s %8s %22s %22s\n", "instrument", "symbol", "orders", "best bid", "best ask");
+    nlohmann::json books = nlohmann::json::array();
+    for (std::size_t i = 0; i < ins.size(); ++i) {
+      const std::uint32_t id = ins[i];
+      const feed::TopOfBook top = b->top(id);
+      const std::string sym = dir != nullptr ? std::string(dir->symbol(id)) : std::string();
+      const std::string bid = top.has_bid() ? fmt("%" PRIu64 " @ ", top.bid.qty) + price_text(top.bid.price) : "-";
+      const std::string ask = top.has_ask() ? fmt("%" PRIu64 " @ ", top.ask.qty) + price_text(top.ask.price) : "-";
+      if (i < kShown) {
+        t += fmt("  %-10u %-8s %8zu %22s %22s\n", id, sym.c_str(), b->live_orders(id), bid.c_str(), ask.c_str());
+      }
+      nlohmann::json one = {{"instrument", id}, {"symbol", sym}, {"live_orders", b->live_orders(id)}};
+      if (top.has_bid()) one["bid"] = {{"price", top.bid.price}, {"qty", top.bid.qty}, {"orders", top.bid.orders}};
+      if (top.has_ask()) one["ask"] = {{"price", top.ask.price}, {"qty", top.ask.qty}, {"orders", top.ask.orders}};
+      books.push_back(one);
+    }
+    if (ins.size() > kShown) t += fmt("  ... %zu more instruments (see --json)\n", ins.size() - kShown);
+    j["book"] = {{"live_orders", b->live_orders()}, {"quotes", bc.quotes},
+                 {"unknown_refs", bc.unknown_refs}, {"instruments", books}};
+  }
+  return rep;
+}
+
+}  // namespace tickrail::replay

@@ -1,0 +1,133 @@
+// The pieces of tickrail-replay: its options, the input it opens, the paced publishing loop and
+// the summary. main.cpp only wires them to the command line; tests drive them directly.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tickrail/config_file.hpp"
+#include "tickrail/feed/open_source.hpp"
+#include "tickrail/feed/order_book.hpp"
+#include "tickrail/feed/synthetic.hpp"
+#include "tickrail/feed/tick_source.hpp"
+#include "tickrail/histogram.hpp"
+#include "tickrail/publisher.hpp"
+
+namespace tickrail::replay {
+
+enum class Pacing : std::uint8_t {
+  feed,  // the feed's own timestamps (Tick::exch_ts), divided by `speed`
+  rate,  // a fixed rate of `rate` ticks per second
+  max,   // as fast as the publisher accepts
+};
+[[nodiscard]] const char* to_string(Pacing p) noexcept;
+[[nodiscard]] Pacing parse_pacing(std::string_view s, std::string_view key = "pacing");
+[[nodiscard]] feed::InputFormat parse_format(std::string_view s, std::string_view key = "format");
+
+// The generator with the replay's defaults: 5 million ticks (5 s at its 1 us mean gap).
+[[nodiscard]] feed::SyntheticConfig default_synthetic();
+
+struct Options {
+  // Input: a file (ITCH 5.0 BinaryFILE plain or gzip, pcap/pcapng of MoldUDP64, CSV of ticks),
+  // or the synthetic generator when empty.
+  std::string input;
+  feed::InputFormat format = feed::InputFormat::automatic;
+  bool skip_bad = false;        // count bad input and go on
+  bool status_ticks = true;     // ITCH non-order messages become Status ticks
+  std::uint16_t udp_port = 0;   // pcap: MoldUDP64 destination port, 0 = any
+  // Synthetic feed.
+  feed::SyntheticConfig synthetic = default_synthetic();
+  // Pacing.
+  Pacing pacing = Pacing::feed;
+  double speed = 1.0;  // feed pacing: 2.0 replays twice as fast as the feed's clock
+  double rate = 1e6;   // rate pacing: ticks per second
+  std::chrono::milliseconds duration{0};  // stop after this long; 0: at the end of the input
+  // Top of book: publish Quote ticks for best bid/ask changes instead of the order messages.
+  bool book = false;
+  std::size_t book_orders = 1 << 20;  // expected live orders (the book's hash table size)
+  // Publishing.
+  std::uint32_t batch = 256;            // ticks read, and at most published, per call
+  std::uint32_t wait_subscribers = 1;   // before starting, wait for this many subscribers...
+  std::chrono::milliseconds wait_timeout{3000};  // ...at most this long (then start anyway)
+  std::chrono::milliseconds drain_timeout{2000};  // at the end, wait for subscribers to catch up
+  int cpu = -1;                         // pin the publishing thread (-1: do not pin)
+  std::string json;                     // write the summary as JSON here
+};
+
+// Reads the [replay] section (keys: the fields above; synthetic_* for the generator).
+void read_options(ConfigFile::Section s, Options& o);
+void validate(const Options& o);  // throws Error(config_error) naming the key
+
+// The source of ticks for `o`: the file, or the synthetic generator.
+[[nodiscard]] std::unique_ptr<feed::TickSource> open_input(const Options& o);
+
+// Serves the publisher until `n` subscribers are active or `timeout` passes; returns how many
+// are active.
+std::uint32_t wait_for_subscribers(Publisher& pub, std::uint32_t n,
+                                   std::chrono::milliseconds timeout);
+
+struct Stats {
+  std::uint64_t ticks_read = 0;          // ticks from the source
+  std::uint64_t by_kind[16] = {};        // ticks read, by TickKind
+  std::uint64_t offered = 0;             // ticks handed to publish(): read, or quotes (--book)
+  std::uint64_t back_pressure_waits = 0; // publish calls that had to be retried
+  std::uint64_t publisher_closed = 0;    // ticks not published because the channel closed
+  double elapsed_s = 0;
+  bool stopped = false;                  // stopped by request or by the duration
+  Histogram lag_ns{1, 3'600'000'000'000, 3};  // how late each tick left vs its schedule (paced)
+};
+
+struct ProgressLine {
+  double msgs_per_s = 0;
+  double percent = -1;  // of the input; -1 when unknown (endless synthetic)
+  std::uint64_t lag_p99_ns = 0, lag_max_ns = 0;  // over the interval
+  std::uint64_t published = 0;
+};
+
+// The publishing loop: reads the source in batches, applies the book, paces open-loop (each
+// tick's intended send time comes from the schedule, never from when the previous one left, so a
+// stall shows as lag instead of stretching the run), publishes, retries back-pressured ticks.
+class Replayer {
+ public:
+  Replayer(const Options& o, feed::TickSource& source, Publisher& pub);
+
+  // Runs to the end of the input, the duration, or `stop`. Bad input throws (tick_source.hpp),
+  // with stats() holding what was done before. `progress` (may be empty) is called about twice a
+  // second from this thread.
+  void run(const std::atomic<bool>* stop = nullptr,
+           const std::function<void(const ProgressLine&)>& progress = {});
+
+  [[nodiscard]] const Stats& stats() const noexcept { return stats_; }
+  [[nodiscard]] const feed::OrderBook* book() const noexcept { return book_.get(); }
+
+ private:
+  void publish_pending();
+
+  Options o_;
+  feed::TickSource& src_;
+  Publisher& pub_;
+  std::unique_ptr<feed::OrderBook> book_;
+  Stats stats_;
+  std::vector<Tick> in_, out_;
+  std::vector<std::uint64_t> due_;  // intended send time of each out_ tick (clock ticks)
+  std::size_t pending_ = 0;         // ticks in out_ not yet published
+  Histogram window_lag_{1, 3'600'000'000'000, 2};  // lag since the last progress line
+};
+
+// The end-of-run report: input and messages by type, ticks published, back-pressure events,
+// pacing lag, subscribers, and with a book each instrument's live orders and best bid/ask.
+struct Report {
+  std::string text;
+  nlohmann::json json;
+};
+[[nodiscard]] Report make_report(const Options& o, const feed::TickSource& src,
+                                 const Replayer& r, const Publisher& pub,
+                                 const std::vector<SubscriberStatus>& subscribers);
+
+}  // namespace tickrail::replay
