@@ -294,6 +294,47 @@ void CmQueuePair::reset() noexcept {
   id_ = nullptr;
 }
 
+// --- MulticastMembership ---
+
+MulticastMembership::MulticastMembership(CmId& id, const Address& group, Kind kind, void* context)
+    : id_(id.get()), group_(group) {
+  rdma_cm_join_mc_attr_ex attr{};
+  attr.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+  attr.join_flags = kind == Kind::send_only ? RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER
+                                            : RDMA_MC_JOIN_FLAG_FULLMEMBER;
+  attr.addr = group_.get();
+  if (rdma_join_multicast_ex(id_, &attr, context) != 0) {
+    const int err = errno;
+    id_ = nullptr;
+    throw_call_error(err, kind == Kind::send_only ? "rdma_join_multicast_ex (send-only)"
+                                                  : "rdma_join_multicast_ex",
+                     "group " + group_.str() + " from " + id.describe());
+  }
+}
+
+MulticastMembership& MulticastMembership::operator=(MulticastMembership&& o) noexcept {
+  if (this != &o) {
+    reset();
+    id_ = std::exchange(o.id_, nullptr);
+    group_ = o.group_;
+  }
+  return *this;
+}
+
+MulticastMembership::~MulticastMembership() { reset(); }
+
+void MulticastMembership::reset() noexcept {
+  if (id_ == nullptr) return;
+  if (rdma_leave_multicast(id_, group_.get()) != 0) {
+    const int err = errno;
+    try {
+      log_destroy_failure(err, "rdma_leave_multicast", "group " + group_.str());
+    } catch (...) {
+    }
+  }
+  id_ = nullptr;
+}
+
 void resolve(CmId& id, EventChannel& channel, const Address& dst, std::chrono::milliseconds timeout,
              const Address* src) {
   id.resolve_addr(src, dst, timeout);

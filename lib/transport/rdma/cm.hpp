@@ -159,6 +159,30 @@ class CmQueuePair {
   rdma_cm_id* id_;
 };
 
+// Membership of a multicast group through a CmId of port space RDMA_PS_UDP (bound or resolved
+// to a local address first). The join completes with RDMA_CM_EVENT_MULTICAST_JOIN, whose
+// param.ud carries the address handle attributes, remote QPN and qkey: wait for it with
+// EventChannel::expect. Leaving (rdma_leave_multicast, in the destructor) also detaches the id's
+// QP, so declare the membership after the CmQueuePair: it is left before the QP goes.
+class MulticastMembership {
+ public:
+  enum class Kind { full_member, send_only };
+  MulticastMembership(CmId& id, const Address& group, Kind kind, void* context = nullptr);
+  MulticastMembership(MulticastMembership&& o) noexcept
+      : id_(std::exchange(o.id_, nullptr)), group_(o.group_) {}
+  MulticastMembership& operator=(MulticastMembership&& o) noexcept;
+  MulticastMembership(const MulticastMembership&) = delete;
+  MulticastMembership& operator=(const MulticastMembership&) = delete;
+  ~MulticastMembership();
+
+  [[nodiscard]] const Address& group() const noexcept { return group_; }
+
+ private:
+  void reset() noexcept;
+  rdma_cm_id* id_;
+  Address group_;
+};
+
 // Active side: resolve_addr then resolve_route, waiting for each event (bounded by `timeout`
 // each). Errc::not_found when no RDMA device reaches `dst`.
 void resolve(CmId& id, EventChannel& channel, const Address& dst,

@@ -1,0 +1,537 @@
+// Control plane of the RC publisher: listening, the CM thread, connection setup and teardown.
+#include "transport/rdma/rc/rc_publisher.hpp"
+
+#include <arpa/inet.h>
+#include <poll.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "tickrail/clock.hpp"
+#include "tickrail/error.hpp"
+#include "tickrail/log.hpp"
+#include "transport/rdma/verbs_error.hpp"
+
+namespace tickrail::rdma::rc {
+namespace {
+
+constexpr std::uint32_t st(LinkState s) { return static_cast<std::uint32_t>(s); }
+
+bool cas(std::atomic<std::uint32_t>& a, LinkState from, LinkState to) noexcept {
+  std::uint32_t expected = st(from);
+  return a.compare_exchange_strong(expected, st(to), std::memory_order_acq_rel);
+}
+
+// The next event if one is queued (the channel's fd is non-blocking), else nullopt.
+std::optional<rdma::CmEvent> try_next(rdma::EventChannel& ch) {
+  rdma_cm_event* ev = nullptr;
+  if (rdma_get_cm_event(ch.get(), &ev) == 0) return rdma::CmEvent(ev);
+  if (errno != EAGAIN && errno != EWOULDBLOCK) {
+    rdma::throw_call_error(errno, "rdma_get_cm_event", "publisher event channel");
+  }
+  return std::nullopt;
+}
+
+bool same_host(const sockaddr* a, const sockaddr* b) noexcept {
+  if (a == nullptr || b == nullptr || a->sa_family != b->sa_family) return false;
+  if (a->sa_family == AF_INET) {
+    return reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr ==
+           reinterpret_cast<const sockaddr_in*>(b)->sin_addr.s_addr;
+  }
+  if (a->sa_family == AF_INET6) {
+    return std::memcmp(&reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr,
+                       &reinterpret_cast<const sockaddr_in6*>(b)->sin6_addr,
+                       sizeof(in6_addr)) == 0;
+  }
+  return false;
+}
+
+std::uint32_t clamp_u32(std::uint64_t v, std::uint64_t lo, std::uint64_t hi) {
+  return static_cast<std::uint32_t>(std::clamp(v, lo, hi));
+}
+
+}  // namespace
+
+const char* to_string(LinkState s) noexcept {
+  switch (s) {
+    case LinkState::free: return "free";
+    case LinkState::claimed: return "connecting";
+    case LinkState::joining: return "joining";
+    case LinkState::reserved: return "accepting";
+    case LinkState::established: return "established";
+    case LinkState::active: return "active";
+    case LinkState::leaving: return "leaving";
+    case LinkState::retired: return "closing";
+  }
+  return "unknown";
+}
+
+const char* to_string(LinkEnd e) noexcept {
+  switch (e) {
+    case LinkEnd::none: return "none";
+    case LinkEnd::disconnected: return "disconnected";
+    case LinkEnd::failed: return "failed (work completion error)";
+    case LinkEnd::evicted: return "evicted (slow consumer)";
+    case LinkEnd::timed_out: return "timed out while connecting";
+    case LinkEnd::closed: return "publisher closed";
+  }
+  return "unknown";
+}
+
+void Link::teardown() noexcept {
+  // rc_pingpong's order: QP, CQ, MRs, PD; then the id.
+  qp.reset();
+  cq.reset();
+  staging_mr.reset();
+  source_mr.reset();
+  credit_mr.reset();
+  pd.reset();
+  id.reset();
+  signalled_seq.clear();
+  peer.clear();
+  req = ConnectRequest{};
+  accepted = false;
+  disconnected = false;
+  max_inline = 0;
+  block = LinkBlock{};
+  first_seq.store(0, std::memory_order_relaxed);
+  position.store(0, std::memory_order_relaxed);
+  end.store(0, std::memory_order_relaxed);
+}
+
+RcPublisher::RcPublisher(const PublisherConfig& config)
+    : config_(config),
+      capacity_(config.ring_capacity),
+      staging_slots_(2 * std::uint64_t{config.ring_capacity}),
+      signal_every_(clamp_u32(config.rdma.signal_every, 1, 1024)),
+      sq_depth_(signal_every_ + 2 * kMaxWrPerPost + 8),
+      min_capacity_(config.ring_capacity) {
+  const RdmaConfig& r = config_.rdma;
+  if (r.address.empty()) {
+    throw Error(Errc::config_error,
+                "rdma.address: an RC publisher needs the address to listen on (an address of "
+                "an RDMA device's interface)");
+  }
+  if (r.heartbeat_interval.count() <= 0) {
+    throw Error(Errc::config_error, "rdma.heartbeat_interval_ms: must be positive");
+  }
+  if (r.connect_timeout.count() <= 0) {
+    throw Error(Errc::config_error, "rdma.connect_timeout_ms: must be positive");
+  }
+  const std::string what = "publish channel '" + config_.channel + "' over RC at " + r.address +
+                           ":" + std::to_string(r.port);
+  if (!r.device.empty()) {
+    const auto names = rdma::device_names();
+    if (std::find(names.begin(), names.end(), r.device) == names.end()) {
+      std::string present;
+      for (const auto& n : names) present += (present.empty() ? "" : ", ") + n;
+      throw Error(Errc::not_found, what + ": RDMA device '" + r.device +
+                                       "' not found (devices present: " +
+                                       (present.empty() ? "none" : present) + ")");
+    }
+  }
+  for (const auto& a : r.allow) {
+    try {
+      allow_.push_back(rdma::Address::parse(a, 0));
+    } catch (const Error& e) {
+      throw Error(Errc::config_error, "rdma.allow: '" + a + "': " + e.what());
+    }
+  }
+  terms_ = ServeTerms{config_.channel, channel_hash(config_.channel), token_hash(r.token),
+                      capacity_};
+  (void)Clock::instance();  // calibrate before the first publish, not during it
+  heartbeat_ticks_ = std::max<std::uint64_t>(
+      1, Clock::instance().ns_to_ticks(static_cast<double>(
+             std::chrono::duration_cast<std::chrono::nanoseconds>(r.heartbeat_interval).count())));
+
+  staging_ = MappedRegion(staging_slots_ * sizeof(Slot));
+  staging_.prefault();
+  if (config_.lock_memory && ::mlock(staging_.data(), staging_.size()) != 0) {
+    throw Error(Errc::locked_memory, what + ": lock the " + std::to_string(staging_.size()) +
+                                         "-byte staging ring: " + std::strerror(errno) + "; " +
+                                         rdma::locked_memory_advice(staging_.size()));
+  }
+
+  try {
+    listener_.emplace(channel_, RDMA_PS_TCP);
+    listener_->bind(rdma::Address::parse(r.address, r.port));
+  } catch (const Error& e) {
+    throw Error(e.code(), what + ": " + e.what());
+  }
+  if (listener_->verbs() == nullptr) {
+    throw Error(Errc::not_found, what + ": address " + r.address +
+                                     " is not on an RDMA device (is rxe/RoCE set up on its "
+                                     "interface?)");
+  }
+  const std::string dev = rdma::device_name(listener_->verbs());
+  if (!r.device.empty() && dev != r.device) {
+    throw Error(Errc::not_found, what + ": address " + r.address + " belongs to RDMA device " +
+                                     dev + ", not the configured '" + r.device + "'");
+  }
+  try {
+    ibv_device_attr attr{};
+    rdma::check_ret(ibv_query_device(listener_->verbs(), &attr), "ibv_query_device", dev);
+    if (attr.max_qp_wr > 0 && sq_depth_ > static_cast<std::uint32_t>(attr.max_qp_wr)) {
+      throw Error(Errc::unsupported, "device " + dev + " allows " +
+                                         std::to_string(attr.max_qp_wr) +
+                                         " work requests per queue, tickrail needs " +
+                                         std::to_string(sq_depth_) + " (lower rdma.signal_every)");
+    }
+    listener_->listen(static_cast<int>(kMaxSubscribers));
+  } catch (const Error& e) {
+    throw Error(e.code(), what + ": " + e.what());
+  }
+  config_.rdma.port = listener_->local_port();
+  where_ = r.address + ":" + std::to_string(config_.rdma.port) + " on " + dev;
+  cm_thread_ = std::jthread([this](std::stop_token s) { cm_loop(s); });
+  logger()->info("publisher: channel '{}' over RC, listening on {} (rings up to {} slots, "
+                 "staging {} slots, signal every {} WRs)",
+                 config_.channel, where_, capacity_, staging_slots_, signal_every_);
+}
+
+RcPublisher::~RcPublisher() { close(); }
+
+// --- CM thread ---
+
+void RcPublisher::cm_loop(std::stop_token stop) noexcept {
+  while (!stop.stop_requested()) {
+    bool busy = false;
+    for (const Link& l : links_) {
+      const auto s = static_cast<LinkState>(l.state.load(std::memory_order_acquire));
+      busy = busy || s == LinkState::joining || s == LinkState::reserved ||
+             s == LinkState::retired;
+    }
+    // Bounded waits: a stop request is seen within one period; while a connection is being
+    // set up or torn down, the data path's moves are picked up within a millisecond.
+    const auto period = busy ? std::chrono::milliseconds(1) : config_.conductor_period;
+    pollfd pfd{channel_.fd(), POLLIN, 0};
+    (void)::poll(&pfd, 1, static_cast<int>(period.count()));
+    try {
+      while (auto ev = try_next(channel_)) on_event(std::move(*ev));
+    } catch (const std::exception& e) {
+      logger()->error("publisher '{}': rdma_cm event: {}", config_.channel, e.what());
+    }
+    check_links();
+  }
+}
+
+Link* RcPublisher::find(const rdma_cm_id* id) noexcept {
+  for (Link& l : links_) {
+    if (l.id && l.id->get() == id) return &l;
+  }
+  return nullptr;
+}
+
+void RcPublisher::on_event(rdma::CmEvent ev) {
+  const rdma_cm_event_type type = ev.type();
+  if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+    on_connect_request(std::move(ev));
+    return;
+  }
+  if (type == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+    // Every id on the device must go: the links are handed to the data path to retire.
+    device_lost_.store(true, std::memory_order_relaxed);
+    logger()->error("publisher '{}': RDMA device of {} removed; dropping every subscriber",
+                    config_.channel, where_);
+    for (Link& l : links_) to_leaving(l, LinkEnd::failed);
+    return;
+  }
+  Link* link = find(ev.id());
+  if (link == nullptr) return;  // an event of a connection already torn down, or the listener's
+  switch (type) {
+    case RDMA_CM_EVENT_ESTABLISHED:
+      if (cas(link->state, LinkState::reserved, LinkState::established)) {
+        generation_.fetch_add(1, std::memory_order_acq_rel);
+        logger()->info("publisher '{}': subscriber {} connected ({}, {} slots, {})",
+                       config_.channel, link->peer,
+                       to_string(static_cast<SlowConsumerPolicy>(link->req.policy)),
+                       std::uint64_t{1} << link->req.capacity_log2,
+                       to_string(static_cast<WriteMode>(link->req.mode)));
+      }
+      break;
+    case RDMA_CM_EVENT_DISCONNECTED:
+      link->disconnected = true;
+      to_leaving(*link, LinkEnd::disconnected);
+      break;
+    case RDMA_CM_EVENT_CONNECT_ERROR:
+    case RDMA_CM_EVENT_UNREACHABLE:
+    case RDMA_CM_EVENT_REJECTED:
+      link->disconnected = true;
+      to_leaving(*link, LinkEnd::failed);
+      break;
+    default:
+      break;  // TIMEWAIT_EXIT and the like: nothing to do
+  }
+}
+
+bool RcPublisher::allowed(const sockaddr* peer) const noexcept {
+  if (allow_.empty()) return true;
+  return std::any_of(allow_.begin(), allow_.end(),
+                     [peer](const rdma::Address& a) { return same_host(a.get(), peer); });
+}
+
+void RcPublisher::on_connect_request(rdma::CmEvent ev) {
+  rdma_cm_id* raw = ev.id();
+  const auto data = ev.private_data();
+  std::array<std::byte, kReqPrivateDataMax> bytes{};
+  std::memcpy(bytes.data(), data.data(), std::min(data.size(), bytes.size()));
+  const std::size_t len = std::min(data.size(), bytes.size());
+  const std::string peer = rdma::Address::str(rdma_get_peer_addr(raw));
+  const bool peer_allowed = allowed(rdma_get_peer_addr(raw));
+  // Acknowledge before adopting: rdma_destroy_id waits for its events to be acknowledged.
+  ev = rdma::CmEvent(nullptr);
+  rdma::CmId id = rdma::CmId::adopt(raw);
+
+  auto reject = [&](const RejectNote& note) {
+    logger()->warn("publisher '{}': rejected subscriber {}: {}: {}", config_.channel, peer,
+                   to_string(static_cast<RejectReason>(note.reason)), note.text);
+    try {
+      id.reject(std::as_bytes(std::span(&note, 1)));
+    } catch (const std::exception& e) {
+      logger()->warn("publisher '{}': {}", config_.channel, e.what());
+    }
+  };
+
+  const auto req = decode_request(std::span(bytes.data(), len));
+  if (!req) {
+    reject(make_reject(RejectReason::malformed, 0,
+                       "not a tickrail RC connect request (" + std::to_string(data.size()) +
+                           " bytes of private data)"));
+    return;
+  }
+  if (closing_.load(std::memory_order_acquire)) {
+    reject(make_reject(RejectReason::closing, 0, "the publisher is closing"));
+    return;
+  }
+  if (auto verdict = judge(*req, terms_)) {
+    reject(*verdict);
+    return;
+  }
+  if (!peer_allowed) {
+    reject(make_reject(RejectReason::not_allowed, 0,
+                       "address " + peer + " is not in the publisher's allow-list"));
+    return;
+  }
+  Link* slot = nullptr;
+  for (std::uint32_t i = 0; i < config_.max_subscribers && slot == nullptr; ++i) {
+    if (cas(links_[i].state, LinkState::free, LinkState::claimed)) slot = &links_[i];
+  }
+  if (slot == nullptr) {
+    reject(make_reject(RejectReason::no_capacity, config_.max_subscribers,
+                       "all " + std::to_string(config_.max_subscribers) +
+                           " subscriber places are taken (max_subscribers)"));
+    return;
+  }
+  try {
+    const std::lock_guard lock(status_mutex_);
+    setup_link(*slot, std::move(id), *req, peer);
+  } catch (const std::exception& e) {
+    logger()->error("publisher '{}': set up subscriber {}: {}", config_.channel, peer, e.what());
+    // The id went into the link: reject through it, then free everything.
+    if (slot->id) {
+      const RejectNote note = make_reject(RejectReason::resources, 0, e.what());
+      try {
+        slot->id->reject(std::as_bytes(std::span(&note, 1)));
+      } catch (const std::exception&) {
+      }
+    }
+    {
+      const std::lock_guard lock(status_mutex_);
+      slot->teardown();
+    }
+    slot->state.store(st(LinkState::free), std::memory_order_release);
+    return;
+  }
+  slot->state.store(st(LinkState::joining), std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void RcPublisher::setup_link(Link& link, rdma::CmId id, const ConnectRequest& req,
+                             const std::string& peer) {
+  link.id.emplace(std::move(id));
+  link.req = req;
+  link.peer = peer;
+  link.deadline = std::chrono::steady_clock::now() + config_.rdma.connect_timeout;
+  ibv_context* ctx = link.id->verbs();
+  // A protection domain per connection: this subscriber's rkeys are valid on its QP only, and
+  // the credit line below can be written through this connection only.
+  link.pd.emplace(ctx);
+  link.credit_mr.emplace(*link.pd, link.block.credit, sizeof link.block.credit,
+                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  link.source_mr.emplace(*link.pd, &link.block.heartbeat_source,
+                         sizeof(LinkBlock) - offsetof(LinkBlock, heartbeat_source),
+                         IBV_ACCESS_LOCAL_WRITE);
+  link.staging_mr.emplace(*link.pd, staging_.data(), staging_slots_ * sizeof(Slot),
+                          IBV_ACCESS_LOCAL_WRITE);
+  link.cq.emplace(ctx, static_cast<int>(sq_depth_));
+  link.signalled_seq.assign(std::bit_ceil(std::uint64_t{sq_depth_}), 0);
+
+  ibv_qp_init_attr qa{};
+  qa.send_cq = link.cq->get();
+  qa.recv_cq = link.cq->get();
+  qa.qp_type = IBV_QPT_RC;
+  qa.sq_sig_all = 0;  // selective signalling
+  qa.cap.max_send_wr = sq_depth_;
+  qa.cap.max_recv_wr = 1;
+  qa.cap.max_send_sge = 1;
+  qa.cap.max_recv_sge = 1;
+  qa.cap.max_inline_data = sizeof(Slot);
+  try {
+    link.qp.emplace(*link.id, link.pd->get(), qa);
+  } catch (const Error&) {
+    // A device without inline data: every WRITE then reads the staging ring.
+    qa.cap.max_inline_data = 0;
+    link.qp.emplace(*link.id, link.pd->get(), qa);
+  }
+  link.max_inline = qa.cap.max_inline_data;
+  link.position.store(0, std::memory_order_relaxed);
+  link.end.store(0, std::memory_order_relaxed);
+}
+
+void RcPublisher::accept(Link& link) {
+  AcceptReply reply{};
+  reply.magic = kMagic;
+  reply.version = kVersion;
+  reply.first_seq = link.first_seq.load(std::memory_order_acquire);
+  reply.credit_addr = reinterpret_cast<std::uintptr_t>(link.block.credit);
+  reply.credit_rkey = link.credit_mr->rkey();
+  reply.heartbeat_ms = static_cast<std::uint32_t>(config_.rdma.heartbeat_interval.count());
+  // The subscriber's first credit is its first sequence: the data path reads this word.
+  std::atomic_ref<std::uint64_t>(link.block.credit[0]).store(reply.first_seq,
+                                                              std::memory_order_relaxed);
+  rdma_conn_param param{};
+  param.private_data = &reply;
+  param.private_data_len = sizeof reply;
+  param.responder_resources = 1;
+  param.initiator_depth = 1;
+  param.retry_count = 7;
+  param.rnr_retry_count = 7;  // CQ polling: wait for receives rather than fail
+  link.accepted = true;
+  link.id->accept(param);
+}
+
+void RcPublisher::to_leaving(Link& link, LinkEnd why) noexcept {
+  std::uint32_t s = link.state.load(std::memory_order_acquire);
+  for (;;) {
+    const auto state = static_cast<LinkState>(s);
+    if (state != LinkState::joining && state != LinkState::reserved &&
+        state != LinkState::established && state != LinkState::active) {
+      return;
+    }
+    std::uint32_t expected_end = 0;
+    link.end.compare_exchange_strong(expected_end, static_cast<std::uint32_t>(why),
+                                     std::memory_order_relaxed);
+    if (link.state.compare_exchange_weak(s, st(LinkState::leaving), std::memory_order_acq_rel)) {
+      generation_.fetch_add(1, std::memory_order_acq_rel);
+      return;
+    }
+  }
+}
+
+void RcPublisher::check_links() noexcept {
+  const auto now = std::chrono::steady_clock::now();
+  for (Link& l : links_) {
+    const auto s = static_cast<LinkState>(l.state.load(std::memory_order_acquire));
+    switch (s) {
+      case LinkState::joining:
+        // The publishing thread never took it (no publish()/service() calls): the data path
+        // has not touched it, so it can go straight away.
+        if (now > l.deadline && cas(l.state, LinkState::joining, LinkState::retired)) {
+          l.end.store(static_cast<std::uint32_t>(LinkEnd::timed_out), std::memory_order_relaxed);
+        }
+        break;
+      case LinkState::reserved:
+        if (!l.accepted) {
+          try {
+            accept(l);
+          } catch (const std::exception& e) {
+            logger()->warn("publisher '{}': accept subscriber {}: {}", config_.channel, l.peer,
+                           e.what());
+            to_leaving(l, LinkEnd::failed);
+          }
+        } else if (now > l.deadline) {
+          to_leaving(l, LinkEnd::timed_out);
+        }
+        break;
+      case LinkState::established:
+        if (now > l.deadline) to_leaving(l, LinkEnd::timed_out);
+        break;
+      case LinkState::retired: {
+        const auto why = static_cast<LinkEnd>(l.end.load(std::memory_order_relaxed));
+        if (!l.accepted) {
+          const RejectNote note = make_reject(
+              RejectReason::not_serving, 0,
+              "the publisher did not take the subscriber within connect_timeout (its "
+              "publishing thread must call publish() or service())");
+          try {
+            l.id->reject(std::as_bytes(std::span(&note, 1)));
+          } catch (const std::exception&) {
+          }
+        } else if (!l.disconnected) {
+          l.id->disconnect();
+        }
+        logger()->info("publisher '{}': subscriber {} gone: {}; connection freed", config_.channel,
+                       l.peer, to_string(why));
+        {
+          const std::lock_guard lock(status_mutex_);
+          l.teardown();
+        }
+        l.state.store(st(LinkState::free), std::memory_order_release);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+}
+
+// --- close ---
+
+void RcPublisher::close() noexcept {
+  if (closing_.exchange(true, std::memory_order_seq_cst)) return;
+  // Wait for a publish() in progress (it never blocks, so this is short); from here on the
+  // data path is ours.
+  while (dp_busy_.load(std::memory_order_seq_cst)) std::this_thread::yield();
+  notify_and_drain();
+  cm_thread_.request_stop();
+  if (cm_thread_.joinable()) cm_thread_.join();
+  for (Link& l : links_) {
+    const auto s = static_cast<LinkState>(l.state.load(std::memory_order_acquire));
+    if (s == LinkState::free) continue;
+    if (l.accepted && !l.disconnected && l.id) l.id->disconnect();
+    const std::lock_guard lock(status_mutex_);
+    l.teardown();
+    l.state.store(st(LinkState::free), std::memory_order_release);
+  }
+  n_active_ = 0;
+  n_pending_ = 0;
+  n_active_snapshot_.store(0, std::memory_order_relaxed);
+  listener_.reset();
+  logger()->info("publisher: channel '{}' closed after {} ticks", config_.channel,
+                 counters_.published);
+}
+
+std::vector<SubscriberStatus> RcPublisher::subscribers() const {
+  std::vector<SubscriberStatus> out;
+  const std::lock_guard lock(status_mutex_);
+  const std::uint64_t published = published_seq_.load(std::memory_order_relaxed);
+  for (std::uint32_t i = 0; i < config_.max_subscribers; ++i) {
+    const Link& l = links_[i];
+    const auto s = static_cast<LinkState>(l.state.load(std::memory_order_acquire));
+    if (s == LinkState::free || s == LinkState::claimed) continue;
+    SubscriberStatus status;
+    status.slot = i;
+    status.peer = l.peer;
+    status.policy = static_cast<SlowConsumerPolicy>(l.req.policy);
+    status.state = to_string(s);
+    status.position = l.position.load(std::memory_order_relaxed);
+    status.lag = published > status.position && status.position != 0 ? published - status.position
+                                                                     : 0;
+    out.push_back(std::move(status));
+  }
+  return out;
+}
+
+}  // namespace tickrail::rdma::rc

@@ -1,0 +1,370 @@
+// Control plane of the RC subscriber: the ring region, the connection, the CM thread, teardown.
+#include "transport/rdma/rc/rc_subscriber.hpp"
+
+#include <poll.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "tickrail/build_config.hpp"
+#include "tickrail/clock.hpp"
+#include "tickrail/error.hpp"
+#include "tickrail/log.hpp"
+#include "transport/rdma/verbs_error.hpp"
+
+namespace tickrail::rdma::rc {
+namespace {
+
+constexpr std::uint64_t kDefaultCapacity = 16384;  // PublisherConfig's default ring_capacity
+
+std::optional<rdma::CmEvent> try_next(rdma::EventChannel& ch) {
+  rdma_cm_event* ev = nullptr;
+  if (rdma_get_cm_event(ch.get(), &ev) == 0) return rdma::CmEvent(ev);
+  if (errno != EAGAIN && errno != EWOULDBLOCK) {
+    rdma::throw_call_error(errno, "rdma_get_cm_event", "subscriber event channel");
+  }
+  return std::nullopt;
+}
+
+std::uint64_t ms_to_ticks(std::chrono::milliseconds ms) {
+  return std::max<std::uint64_t>(
+      1, Clock::instance().ns_to_ticks(static_cast<double>(ms.count()) * 1e6));
+}
+
+}  // namespace
+
+RcSubscriber::RcSubscriber(const SubscriberConfig& config, const Overrides& overrides)
+    : config_(config) {
+  const RdmaConfig& r = config_.rdma;
+  where_ = "channel '" + config_.channel + "' at " + r.address + ":" + std::to_string(r.port);
+  const std::string what = "subscribe to " + where_;
+  if (r.address.empty()) {
+    throw Error(Errc::config_error, "rdma.address: an RC subscriber needs its publisher's address");
+  }
+  if (r.connect_timeout.count() <= 0) {
+    throw Error(Errc::config_error, "rdma.connect_timeout_ms: must be positive");
+  }
+  if (r.recv_batch == 0 || r.recv_batch > 4096) {
+    throw Error(Errc::config_error, "rdma.recv_batch: " + std::to_string(r.recv_batch) +
+                                        " is outside 1..4096");
+  }
+  if (!r.device.empty()) {
+    const auto names = rdma::device_names();
+    if (std::find(names.begin(), names.end(), r.device) == names.end()) {
+      std::string present;
+      for (const auto& n : names) present += (present.empty() ? "" : ", ") + n;
+      throw Error(Errc::not_found, what + ": RDMA device '" + r.device +
+                                       "' not found (devices present: " +
+                                       (present.empty() ? "none" : present) + ")");
+    }
+  }
+  (void)Clock::instance();
+  silence_ticks_ = ms_to_ticks(config_.publisher_timeout);
+
+  std::uint64_t capacity = config_.ring_capacity != 0 ? config_.ring_capacity : kDefaultCapacity;
+  std::uint64_t geometry_max = 0;
+  try {
+    conn_ = connect(capacity, overrides, geometry_max);
+  } catch (const Error& e) {
+    // A ring left to the publisher's choice that is larger than it accepts: once more, with
+    // the size it named in its reject.
+    if (config_.ring_capacity != 0 || geometry_max == 0 || geometry_max >= capacity ||
+        !is_valid_ring_capacity(geometry_max) || overrides.capacity_log2) {
+      throw;
+    }
+    capacity = geometry_max;
+    conn_ = connect(capacity, overrides, geometry_max);
+  }
+  capacity_ = capacity;
+  credit_every_ = r.credit_every != 0 ? r.credit_every : std::max<std::uint64_t>(1, capacity / 4);
+  last_credit_ = first_seq_;
+
+  auto* base = static_cast<std::byte*>(conn_->region.data());
+  control_ = reinterpret_cast<const ControlBlock*>(base);
+  slots_ = reinterpret_cast<Slot*>(base + kControlBytes);
+
+  // The credit WRITE: prepared once; the value goes inline (or from the control block's
+  // credit-source line when the device has no inline data).
+  credit_sge_.addr = reinterpret_cast<std::uintptr_t>(
+      &reinterpret_cast<ControlBlock*>(base)->credit_source[0]);
+  credit_sge_.length = sizeof(std::uint64_t);
+  credit_sge_.lkey = conn_->mr->lkey();
+  credit_wr_.sg_list = &credit_sge_;
+  credit_wr_.num_sge = 1;
+  credit_wr_.opcode = IBV_WR_RDMA_WRITE;
+  credit_wr_.wr.rdma.remote_addr = credit_addr_;
+  credit_wr_.wr.rdma.rkey = credit_rkey_;
+
+  if (is_memory_mode(mode_)) {
+    // Credits go out from Subscriber::poll through return_credit(), not from the reader.
+    reader_ = RingReader(slots_, capacity_, first_seq_, nullptr);
+  } else {
+    next_ = first_seq_;
+    limit_ = first_seq_ - 1;
+    credit_due_ = first_seq_ + credit_every_;
+  }
+  last_beat_ = load_word(control_->heartbeat.beat);
+  beat_seen_at_ = Clock::now();
+  cm_thread_ = std::jthread([this](std::stop_token s) { cm_loop(s); });
+  logger()->info("subscriber: {} on {}: {} slots, policy {}, {}{}; first tick {}", where_,
+                 rdma::device_name(conn_->id->verbs()), capacity_, to_string(config_.policy),
+                 to_string(mode_), mode_note_, first_seq_);
+}
+
+RcSubscriber::~RcSubscriber() { close(); }
+
+WriteMode RcSubscriber::choose_mode(Connection& c) {
+  if (config_.rdma.polling == RcPolling::cq) return WriteMode::cq;
+  // Memory polling reads the commit word while the NIC may still be writing the slot: only
+  // correct where the device places a WRITE's bytes in address order.
+  int in_order = 0;
+#if TICKRAIL_HAVE_QP_DATA_IN_ORDER
+  in_order = ibv_query_qp_data_in_order(c.qp->get(), IBV_WR_RDMA_WRITE, 0);
+#endif
+  const std::string dev = rdma::device_name(c.id->verbs());
+  if (in_order == 1) {
+    mode_note_ = " (" + dev + " places RDMA WRITE data in order)";
+    return WriteMode::memory;
+  }
+  if (config_.rdma.split_commit) {
+    mode_note_ = " (" + dev + " does not report in-order placement; split_commit = true)";
+    return WriteMode::memory_split;
+  }
+  mode_note_ = " (memory polling asked for, but " + dev +
+               " does not report in-order data placement (ibv_query_qp_data_in_order); set "
+               "rdma.split_commit to keep memory polling)";
+  logger()->warn("subscriber: {}: memory polling needs in-order data placement, which {} does "
+                 "not report: falling back to CQ polling",
+                 where_, dev);
+  return WriteMode::cq;
+}
+
+std::unique_ptr<RcSubscriber::Connection> RcSubscriber::connect(std::uint64_t capacity,
+                                                                const Overrides& overrides,
+                                                                std::uint64_t& geometry_max) {
+  const RdmaConfig& r = config_.rdma;
+  const std::string what = "subscribe to " + where_;
+  auto wrap = [&what](const Error& e) { return Error(e.code(), what + ": " + e.what()); };
+  auto c = std::make_unique<Connection>();
+  rdma::Address dst;
+  try {
+    dst = rdma::Address::parse(r.address, r.port);
+    c->id.emplace(c->channel, RDMA_PS_TCP);
+    rdma::resolve(*c->id, c->channel, dst, r.connect_timeout);
+  } catch (const Error& e) {
+    throw wrap(e);
+  }
+  const std::string dev = rdma::device_name(c->id->verbs());
+  if (!r.device.empty() && dev != r.device) {
+    throw Error(Errc::not_found, what + ": the route to " + dst.str() + " goes through RDMA device " +
+                                     dev + ", not the configured '" + r.device + "'");
+  }
+  const std::size_t bytes = region_bytes(capacity);
+  try {
+    c->pd.emplace(c->id->verbs());
+    c->region = MappedRegion(bytes);
+  } catch (const Error& e) {
+    throw wrap(e);
+  }
+  c->region.prefault();  // no page fault when the first ticks land
+  if (config_.lock_memory && ::mlock(c->region.data(), c->region.size()) != 0) {
+    const int err = errno;
+    throw Error(Errc::locked_memory, what + ": lock the " + std::to_string(bytes) +
+                                         "-byte ring (" + std::to_string(capacity) + " slots): " +
+                                         std::strerror(err) + "; " +
+                                         rdma::locked_memory_advice(bytes));
+  }
+  try {
+    // Remote write only; never IBV_ACCESS_RELAXED_ORDERING: memory polling needs the NIC's
+    // writes to land in order.
+    c->mr.emplace(*c->pd, c->region.data(), bytes,
+                  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  } catch (const Error& e) {
+    throw Error(e.code(), what + ": register its ring of " + std::to_string(capacity) +
+                              " slots (" + std::to_string(bytes) + " bytes): " + e.what());
+  }
+
+  const bool cq_wanted = r.polling == RcPolling::cq || !config_.rdma.split_commit;
+  ibv_device_attr dattr{};
+  rdma::check_ret(ibv_query_device(c->id->verbs(), &dattr), "ibv_query_device", dev);
+  // Receives for WRITE WITH IMMEDIATE: enough that a keeping-up subscriber never makes the
+  // publisher wait for one (RNR), within what the device allows.
+  const std::uint64_t max_wr = dattr.max_qp_wr > 0 ? static_cast<std::uint64_t>(dattr.max_qp_wr) : 4096;
+  recv_batch_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(r.recv_batch, max_wr / 2));
+  c->recv_depth = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(
+      std::min<std::uint64_t>(capacity, 4096), 2 * std::uint64_t{recv_batch_}, max_wr));
+  try {
+    c->send_cq.emplace(c->id->verbs(), static_cast<int>(credit_depth_));
+    c->recv_cq.emplace(c->id->verbs(), cq_wanted ? static_cast<int>(c->recv_depth) : 1);
+    ibv_qp_init_attr qa{};
+    qa.send_cq = c->send_cq->get();
+    qa.recv_cq = c->recv_cq->get();
+    qa.qp_type = IBV_QPT_RC;
+    qa.sq_sig_all = 0;
+    qa.cap.max_send_wr = credit_depth_;
+    qa.cap.max_recv_wr = cq_wanted ? c->recv_depth : 1;
+    qa.cap.max_send_sge = 1;
+    qa.cap.max_recv_sge = 1;
+    qa.cap.max_inline_data = sizeof(std::uint64_t);
+    try {
+      c->qp.emplace(*c->id, c->pd->get(), qa);
+    } catch (const Error&) {
+      qa.cap.max_inline_data = 0;
+      c->qp.emplace(*c->id, c->pd->get(), qa);
+    }
+    c->max_inline = qa.cap.max_inline_data;
+  } catch (const Error& e) {
+    throw wrap(e);
+  }
+  mode_ = choose_mode(*c);
+  if (mode_ == WriteMode::cq) {
+    // One receive per WRITE WITH IMMEDIATE; no scatter entry: the data went by RDMA.
+    recv_wr_.assign(recv_batch_, ibv_recv_wr{});
+    for (std::uint32_t i = 0; i < recv_batch_; ++i) {
+      recv_wr_[i].wr_id = i;
+      recv_wr_[i].next = i + 1 < recv_batch_ ? &recv_wr_[i + 1] : nullptr;
+    }
+    wc_.assign(recv_batch_, ibv_wc{});
+    for (std::uint32_t posted = 0; posted + recv_batch_ <= c->recv_depth; posted += recv_batch_) {
+      ibv_recv_wr* bad = nullptr;
+      rdma::check_ret(ibv_post_recv(c->qp->get(), recv_wr_.data(), &bad), "ibv_post_recv", what);
+    }
+  }
+
+  ConnectRequest req = make_request(config_, mode_, capacity,
+                                    reinterpret_cast<std::uintptr_t>(c->region.data()),
+                                    c->mr->rkey());
+  if (overrides.version) req.version = *overrides.version;
+  if (overrides.capacity_log2) req.capacity_log2 = *overrides.capacity_log2;
+  rdma_conn_param param{};
+  param.private_data = &req;
+  param.private_data_len = sizeof req;
+  param.responder_resources = 1;
+  param.initiator_depth = 1;
+  param.retry_count = 7;
+  param.rnr_retry_count = 7;
+  try {
+    c->id->connect(param);
+    rdma::CmEvent ev = c->channel.next(r.connect_timeout, what);
+    if (ev.type() == RDMA_CM_EVENT_REJECTED) {
+      if (auto note = decode_reject(ev.private_data())) {
+        const auto reason = static_cast<RejectReason>(note->reason);
+        if (reason == RejectReason::bad_geometry) geometry_max = note->detail;
+        throw Error(reject_errc(reason), what + ": rejected by the publisher: " +
+                                             to_string(reason) + ": " + note->text);
+      }
+      if (ev.status() == 8) {
+        throw Error(Errc::rejected, what + ": no publisher is listening on " + dst.str() + " (" +
+                                        rdma::reject_reason(ev.status()) + ")");
+      }
+    }
+    if (ev.type() != RDMA_CM_EVENT_ESTABLISHED || ev.status() != 0) {
+      rdma::throw_unexpected(ev, RDMA_CM_EVENT_ESTABLISHED, what);
+    }
+    const auto reply = decode_accept(ev.private_data());
+    if (!reply || reply->version != kVersion) {
+      throw Error(Errc::version_mismatch,
+                  what + ": the publisher's accept is not tickrail RC version " +
+                      std::to_string(kVersion));
+    }
+    first_seq_ = reply->first_seq;
+    credit_addr_ = reply->credit_addr;
+    credit_rkey_ = reply->credit_rkey;
+  } catch (const Error& e) {
+    if (std::string_view(e.what()).starts_with(what)) throw;
+    throw wrap(e);
+  }
+  return c;
+}
+
+void RcSubscriber::cm_loop(std::stop_token stop) noexcept {
+  // The connection is up: the only events left are its end.
+  while (!stop.stop_requested()) {
+    pollfd pfd{conn_->channel.fd(), POLLIN, 0};
+    (void)::poll(&pfd, 1, 50);
+    try {
+      while (auto ev = try_next(conn_->channel)) {
+        PeerLoss loss = PeerLoss::none;
+        if (ev->type() == RDMA_CM_EVENT_DISCONNECTED) loss = PeerLoss::disconnected;
+        if (ev->type() == RDMA_CM_EVENT_DEVICE_REMOVAL) loss = PeerLoss::device_removed;
+        if (loss != PeerLoss::none) {
+          std::uint32_t none = 0;
+          loss_.compare_exchange_strong(none, static_cast<std::uint32_t>(loss),
+                                        std::memory_order_release);
+        }
+      }
+    } catch (const std::exception& e) {
+      logger()->warn("subscriber: {}: rdma_cm: {}", where_, e.what());
+    }
+  }
+}
+
+SubscriberState RcSubscriber::state() const noexcept {
+  if (closed_) return SubscriberState::closed;
+  const auto notice = static_cast<Notice>(load_word(control_->notice.notice));
+  if (notice == Notice::evicted) return SubscriberState::evicted;
+  if (notice == Notice::closed) return SubscriberState::publisher_gone;
+  if (loss_.load(std::memory_order_acquire) != 0) return SubscriberState::publisher_gone;
+  const std::uint64_t beat = load_word(control_->heartbeat.beat);
+  const std::uint64_t now = Clock::now();
+  if (beat != last_beat_) {
+    last_beat_ = beat;
+    beat_seen_at_ = now;
+  } else if (now - beat_seen_at_ > silence_ticks_) {
+    return SubscriberState::publisher_gone;
+  }
+  return SubscriberState::active;
+}
+
+std::string RcSubscriber::reason() const {
+  if (closed_) return "closed";
+  const auto notice = static_cast<Notice>(load_word(control_->notice.notice));
+  switch (state()) {
+    case SubscriberState::evicted:
+      return "evicted by the publisher of " + where_ +
+             ": its ring stayed full for longer than disconnect_after (" +
+             std::to_string(config_.disconnect_after.count()) + " ms)";
+    case SubscriberState::publisher_gone:
+      if (notice == Notice::closed) return "the publisher of " + where_ + " closed the channel";
+      switch (static_cast<PeerLoss>(loss_.load(std::memory_order_acquire))) {
+        case PeerLoss::disconnected:
+          return "the publisher of " + where_ +
+                 " disconnected (its process ended or the connection was lost)";
+        case PeerLoss::device_removed:
+          return "the RDMA device of the connection to " + where_ + " was removed";
+        case PeerLoss::qp_error:
+          return "the connection to the publisher of " + where_ + " failed (queue pair in error)";
+        case PeerLoss::none:
+          break;
+      }
+      return "the publisher of " + where_ + " has been silent for more than " +
+             std::to_string(config_.publisher_timeout.count()) + " ms";
+    case SubscriberState::closed: return "closed";
+    default: return {};
+  }
+}
+
+SubscriberCounters RcSubscriber::counters() const noexcept {
+  if (is_memory_mode(mode_)) return {reader_.received(), reader_.lost(), reader_.laps()};
+  return {received_, lost_, laps_};
+}
+
+std::uint64_t RcSubscriber::next_sequence() const noexcept {
+  return is_memory_mode(mode_) ? reader_.next_seq() : next_;
+}
+
+void RcSubscriber::close() noexcept {
+  if (closed_) return;
+  closed_ = true;
+  cm_thread_.request_stop();
+  if (cm_thread_.joinable()) cm_thread_.join();
+  if (conn_) {
+    // Tell the publisher (it frees our connection on DISCONNECTED), then tear down.
+    if (loss_.load(std::memory_order_acquire) == 0 && conn_->id) conn_->id->disconnect();
+    conn_.reset();
+  }
+}
+
+}  // namespace tickrail::rdma::rc

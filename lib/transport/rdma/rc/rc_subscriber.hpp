@@ -1,0 +1,134 @@
+// RC subscriber: owns a registered ring that its publisher RDMA-WRITEs into, and reads it by
+// polling memory (Subscriber::poll reads the ring inline through ring()) or, in CQ-polling
+// mode, by busy-polling its receive CQ for WRITE WITH IMMEDIATE completions (poll()).
+//
+// Threads: the polling thread runs the data path (rc_subscriber_datapath.cpp: poll(),
+// return_credit()). A CM thread (rc_subscriber.cpp) waits, in bounded poll() calls, for
+// rdma_cm events after the connection is up (DISCONNECTED, DEVICE_REMOVAL) and raises a flag
+// that state() reads, so that neither poll() nor state() ever makes a system call.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tickrail/memory.hpp"
+#include "transport/rdma/cm.hpp"
+#include "transport/rdma/rc/protocol.hpp"
+#include "transport/rdma/verbs.hpp"
+#include "transport/transport.hpp"
+
+namespace tickrail::rdma::rc {
+
+// Why the subscriber lost its publisher, besides the notice line (which says evicted/closed).
+enum class PeerLoss : std::uint32_t { none = 0, disconnected, device_removed, qp_error };
+
+class RcSubscriber final : public detail::SubscriberTransport {
+ public:
+  // Tests only: a request this library would never send (another version, an absurd ring).
+  struct Overrides {
+    std::optional<std::uint16_t> version;
+    std::optional<std::uint8_t> capacity_log2;
+  };
+
+  // Resolves and connects (each step bounded by rdma.connect_timeout). Throws Error: unknown
+  // device or address, no listener, rejected (in words: version, channel, token, geometry,
+  // allow-list), timed out, too little locked memory for the ring.
+  explicit RcSubscriber(const SubscriberConfig& config, const Overrides& overrides = {});
+  ~RcSubscriber() override;
+
+  RingReader* ring() noexcept override {
+    return is_memory_mode(mode_) && !closed_ ? &reader_ : nullptr;
+  }
+  bool ready() noexcept override { return !closed_; }  // connected in the constructor
+  std::size_t poll(detail::TickSink sink, std::size_t limit) noexcept override;
+  std::uint64_t return_credit(std::uint64_t next_seq) noexcept override;
+  SubscriberState state() const noexcept override;
+  SubscriberCounters counters() const noexcept override;
+  std::uint64_t next_sequence() const noexcept override;
+  std::string reason() const override;
+  const SubscriberConfig& config() const noexcept override { return config_; }
+  void close() noexcept override;
+
+  [[nodiscard]] WriteMode mode() const noexcept { return mode_; }
+  [[nodiscard]] std::uint64_t first_sequence() const noexcept { return first_seq_; }
+  [[nodiscard]] std::uint64_t capacity() const noexcept { return capacity_; }
+  [[nodiscard]] const std::string& publisher() const noexcept { return where_; }
+
+ private:
+  // Every verbs and rdma_cm object of the connection, declared in creation order so that they
+  // are destroyed as rc_pingpong tears down (QP, CQs, MR, memory, PD, id, channel).
+  struct Connection {
+    rdma::EventChannel channel;
+    std::optional<rdma::CmId> id;
+    std::optional<rdma::ProtectionDomain> pd;
+    MappedRegion region;
+    std::optional<rdma::MemoryRegion> mr;
+    std::optional<rdma::CompletionQueue> send_cq;
+    std::optional<rdma::CompletionQueue> recv_cq;
+    std::optional<rdma::CmQueuePair> qp;
+    std::uint32_t max_inline = 0;
+    std::uint32_t recv_depth = 0;
+  };
+
+  // One attempt: returns the connection, or throws; `geometry_max` receives the publisher's
+  // largest ring when it refused ours for its size.
+  std::unique_ptr<Connection> connect(std::uint64_t capacity, const Overrides& overrides,
+                                      std::uint64_t& geometry_max);
+  WriteMode choose_mode(Connection& c);
+  void post_receives(std::uint32_t n) noexcept;
+  void cm_loop(std::stop_token st) noexcept;
+  std::size_t poll_cq(detail::TickSink sink, std::size_t limit) noexcept;
+
+  SubscriberConfig config_;
+  std::string where_;  // "channel 'md' at 10.77.1.1:7471"
+  std::unique_ptr<Connection> conn_;
+  WriteMode mode_ = WriteMode::cq;
+  std::string mode_note_;
+  std::uint64_t capacity_ = 0;
+  std::uint64_t first_seq_ = 0;
+  const ControlBlock* control_ = nullptr;
+  Slot* slots_ = nullptr;
+  bool closed_ = false;
+
+  // Memory polling.
+  RingReader reader_;
+
+  // CQ polling (polling thread only).
+  std::uint64_t next_ = 0;
+  std::uint64_t limit_ = 0;      // every tick <= limit_ has been written (or skipped) for us
+  std::uint64_t received_ = 0;
+  std::uint64_t lost_ = 0;
+  std::uint64_t laps_ = 0;
+  bool in_gap_ = false;
+  std::uint64_t credit_due_ = 0;
+  std::uint32_t recv_used_ = 0;  // completions taken since the last repost
+  std::uint32_t recv_batch_ = 0;
+  std::vector<ibv_recv_wr> recv_wr_;  // a chain of recv_batch_ receives, prepared once
+  std::vector<ibv_wc> wc_;
+
+  // Credits (polling thread only).
+  std::uint64_t credit_addr_ = 0;
+  std::uint32_t credit_rkey_ = 0;
+  std::uint64_t credit_every_ = 0;
+  std::uint64_t last_credit_ = 0;
+  std::uint64_t credits_posted_ = 0;
+  std::uint64_t credits_completed_ = 0;
+  std::uint32_t credit_depth_ = 64;
+  ibv_send_wr credit_wr_{};
+  ibv_sge credit_sge_{};
+
+  // Liveness (state() is const and cheap: it remembers when the heartbeat last changed).
+  mutable std::uint64_t last_beat_ = 0;
+  mutable std::uint64_t beat_seen_at_ = 0;  // Clock ticks
+  std::uint64_t silence_ticks_ = 0;
+  std::atomic<std::uint32_t> loss_{0};  // PeerLoss, from the CM thread or a failed post/poll
+
+  std::jthread cm_thread_;
+};
+
+}  // namespace tickrail::rdma::rc
