@@ -99,7 +99,8 @@ class Histogram {
   // increasing value order.
   template <class F>
   void for_each_bucket(F&& f) const {
-    for (std::size_t i = 0; i < counts_.size(); ++i) {
+    const auto [lo, hi] = used_range();
+    for (std::size_t i = lo; i < hi; ++i) {
       if (counts_[i] != 0) {
         const std::uint64_t v = value_from_index(i);
         f(lowest_equivalent(v), highest_equivalent(v), counts_[i]);
@@ -142,6 +143,16 @@ class Histogram {
            static_cast<std::size_t>(sub_bucket_half_count_);
   }
   [[nodiscard]] std::uint64_t value_from_index(std::size_t index) const noexcept;
+  // [first, last) indices that can hold counts: those of the (clamped) min and max. Keeps
+  // reset() and the scans proportional to the recorded range, not to the whole array.
+  struct Range {
+    std::size_t lo, hi;
+  };
+  [[nodiscard]] Range used_range() const noexcept {
+    if (total_ == 0) return {0, 0};
+    return {index_of(min_ < highest_ ? min_ : highest_),
+            index_of(max_ < highest_ ? max_ : highest_) + 1};
+  }
 
   // Hot fields first: record() touches these and one counts_ element.
   std::vector<std::uint64_t> counts_;

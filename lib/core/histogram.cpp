@@ -106,7 +106,8 @@ void Histogram::merge(const Histogram& other) {
                     ", digits " + std::to_string(digits_) + ")");
   }
   if (other.total_ == 0) return;
-  for (std::size_t i = 0; i < counts_.size(); ++i) counts_[i] += other.counts_[i];
+  const auto [lo, hi] = other.used_range();
+  for (std::size_t i = lo; i < hi; ++i) counts_[i] += other.counts_[i];
   total_ += other.total_;
   overflow_ += other.overflow_;
   sum_ += other.sum_;
@@ -115,7 +116,10 @@ void Histogram::merge(const Histogram& other) {
 }
 
 void Histogram::reset() noexcept {
-  std::fill(counts_.begin(), counts_.end(), 0);
+  // Only the recorded range: a per-second reset in a measuring loop stays short.
+  const auto [lo, hi] = used_range();
+  std::fill(counts_.begin() + static_cast<std::ptrdiff_t>(lo),
+            counts_.begin() + static_cast<std::ptrdiff_t>(hi), 0);
   total_ = 0;
   overflow_ = 0;
   sum_ = 0;
@@ -131,7 +135,8 @@ double Histogram::mean() const noexcept {
 double Histogram::bucket_mean() const noexcept {
   if (total_ == 0) return 0.0;
   double weighted = 0.0;
-  for (std::size_t i = 0; i < counts_.size(); ++i) {
+  const auto [lo, hi] = used_range();
+  for (std::size_t i = lo; i < hi; ++i) {
     if (counts_[i] != 0) {
       weighted += static_cast<double>(median_equivalent(value_from_index(i))) *
                   static_cast<double>(counts_[i]);
@@ -146,7 +151,8 @@ double Histogram::stdev() const noexcept {
   // that a constant sample has 0.
   const double m = bucket_mean();
   double sq = 0.0;
-  for (std::size_t i = 0; i < counts_.size(); ++i) {
+  const auto [lo, hi] = used_range();
+  for (std::size_t i = lo; i < hi; ++i) {
     if (counts_[i] != 0) {
       const double d = static_cast<double>(median_equivalent(value_from_index(i))) - m;
       sq += d * d * static_cast<double>(counts_[i]);
@@ -164,7 +170,8 @@ std::uint64_t Histogram::value_at_percentile(double p) const noexcept {
   auto target = static_cast<std::uint64_t>(std::ceil(fp_count));
   target = std::max<std::uint64_t>(target, 1);
   std::uint64_t running = 0;
-  for (std::size_t i = 0; i < counts_.size(); ++i) {
+  const auto [lo, hi] = used_range();
+  for (std::size_t i = lo; i < hi; ++i) {
     running += counts_[i];
     if (running >= target) {
       const std::uint64_t v = value_from_index(i);
