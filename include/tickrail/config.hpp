@@ -54,6 +54,11 @@ struct RdmaConfig {
   std::uint32_t signal_every = 64;        // publisher: one signalled send work request every N
   std::uint32_t credit_every = 0;         // subscriber: return credit every N ticks; 0 = capacity/4
   std::uint32_t recv_batch = 32;          // CQ polling: receives reposted per batch
+  // Subscriber, memory polling on a device that does not report in-order data placement
+  // (ibv_query_qp_data_in_order, e.g. rxe): false falls back to CQ polling; true keeps memory
+  // polling with each slot's commit word sent in a second RDMA WRITE, which relies on the
+  // WRITEs of one QP being placed in order.
+  bool split_commit = false;
   // UD multicast
   std::vector<std::string> groups{"239.1.1.1"};  // multicast group address(es)
   std::uint32_t max_ticks_per_datagram = 1;       // batching: 1 = one tick per datagram
