@@ -128,8 +128,8 @@ Replayer::Replayer(const Options& o, feed::TickSource& source, Publisher& pub)
   }
 }
 
-void Replayer::publish_pending() {
-  if (pending_ == 0) return;
+bool Replayer::publish_pending() {
+  if (pending_ == 0) return true;
   if (o_.pacing != Pacing::max) {
     // Lag of each tick: when it leaves (now) against when it was due.
     const Clock& clock = Clock::instance();
@@ -141,21 +141,33 @@ void Replayer::publish_pending() {
     }
   }
   std::size_t done = 0;
+  std::uint32_t retries = 0;
   while (done < pending_) {
     const PublishResult r = pub_.publish(std::span<const Tick>(out_.data() + done, pending_ - done));
     done += r.published;
     if (r.status == PublishStatus::closed) {
-      stats_.publisher_closed += pending_ - done;
+      stats_.abandoned += pending_ - done;
       pending_ = 0;
       throw Error(Errc::closed, "publish: the channel '" + pub_.config().channel + "' was closed");
     }
     if (r.status == PublishStatus::back_pressured) {
       ++stats_.back_pressure_waits;
+      // A block subscriber that stopped reading holds us here: the stop request and the
+      // duration still end the run.
+      if ((++retries & 1023u) == 0 &&
+          ((stop_ != nullptr && stop_->load(std::memory_order_relaxed)) || Clock::now() >= end_)) {
+        stats_.offered += done;
+        stats_.abandoned += pending_ - done;
+        stats_.stopped = true;
+        pending_ = 0;
+        return false;
+      }
       cpu_relax();
     }
   }
   stats_.offered += pending_;
   pending_ = 0;
+  return true;
 }
 
 void Replayer::run(const std::atomic<bool>* stop,
@@ -167,6 +179,14 @@ void Replayer::run(const std::atomic<bool>* stop,
       o_.duration.count() > 0
           ? start + clock.ns_to_ticks(static_cast<double>(o_.duration.count()) * 1e6)
           : ~std::uint64_t{0};
+  stop_ = stop;
+  end_ = end;
+  // The elapsed time is kept also when bad input ends the run with an exception.
+  struct Elapsed {
+    Stats& s;
+    std::uint64_t t0;
+    ~Elapsed() { s.elapsed_s = Clock::instance().to_ns(Clock::now() - t0) * 1e-9; }
+  } elapsed{stats_, start};
   const double feed_factor = tpn / o_.speed;       // clock ticks per feed nanosecond
   const double rate_period = tpn * 1e9 / o_.rate;  // clock ticks from one tick to the next
   const std::uint64_t progress_every = clock.ns_to_ticks(500e6);
@@ -242,7 +262,10 @@ void Replayer::run(const std::atomic<bool>* stop,
           // Not due yet: send what is due, then wait for this one's time (open loop).
           if (pending_ != 0) {
             const Tick keep = send;
-            publish_pending();
+            if (!publish_pending()) {
+              running = false;
+              break;
+            }
             out_[0] = keep;
           }
           std::uint32_t spins = 0;
@@ -258,12 +281,12 @@ void Replayer::run(const std::atomic<bool>* stop,
         }
         due_[pending_] = due;
       }
-      if (++pending_ == out_.size()) publish_pending();
+      if (++pending_ == out_.size() && !publish_pending()) running = false;
     }
-    publish_pending();
+    if (running && !publish_pending()) running = false;
   }
-  publish_pending();
-  stats_.elapsed_s = clock.to_ns(Clock::now() - start) * 1e-9;
+  if (running) (void)publish_pending();
+  pending_ = 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -374,10 +397,13 @@ Report make_report(const Options& o, const feed::TickSource& src, const Replayer
            " while no subscriber was attached\n",
            pc.published, o.book ? " (top-of-book quotes, trades, status)" : "", st.elapsed_s,
            rate / 1e6, pc.unheard);
-  t += fmt("back-pressure: %" PRIu64 " publish calls retried\n", st.back_pressure_waits);
+  t += fmt("back-pressure: %" PRIu64 " publish calls retried", st.back_pressure_waits);
+  if (st.abandoned != 0) t += fmt("; %" PRIu64 " ticks never published (run ended while held back)", st.abandoned);
+  t += st.stopped ? "; stopped before the end of the input\n" : "\n";
   j["ticks_published"] = pc.published;
   j["unheard"] = pc.unheard;
   j["back_pressure_events"] = st.back_pressure_waits;
+  j["abandoned"] = st.abandoned;
   j["evictions"] = pc.evictions;
   j["reclaimed"] = pc.reclaimed;
   j["elapsed_s"] = st.elapsed_s;

@@ -77,7 +77,7 @@ struct Stats {
   std::uint64_t by_kind[16] = {};        // ticks read, by TickKind
   std::uint64_t offered = 0;             // ticks handed to publish(): read, or quotes (--book)
   std::uint64_t back_pressure_waits = 0; // publish calls that had to be retried
-  std::uint64_t publisher_closed = 0;    // ticks not published because the channel closed
+  std::uint64_t abandoned = 0;           // ticks never published: the run ended while held back
   double elapsed_s = 0;
   bool stopped = false;                  // stopped by request or by the duration
   Histogram lag_ns{1, 3'600'000'000'000, 3};  // how late each tick left vs its schedule (paced)
@@ -107,7 +107,9 @@ class Replayer {
   [[nodiscard]] const feed::OrderBook* book() const noexcept { return book_.get(); }
 
  private:
-  void publish_pending();
+  // Publishes out_[0, pending_), retrying back-pressured ticks; false when the stop request or
+  // the duration ended the run while it was held back.
+  bool publish_pending();
 
   Options o_;
   feed::TickSource& src_;
@@ -117,6 +119,8 @@ class Replayer {
   std::vector<Tick> in_, out_;
   std::vector<std::uint64_t> due_;  // intended send time of each out_ tick (clock ticks)
   std::size_t pending_ = 0;         // ticks in out_ not yet published
+  const std::atomic<bool>* stop_ = nullptr;
+  std::uint64_t end_ = ~std::uint64_t{0};  // clock ticks at which the duration runs out
   Histogram window_lag_{1, 3'600'000'000'000, 2};  // lag since the last progress line
 };
 

@@ -1,0 +1,136 @@
+// End to end over shared memory with the two real programs: tickrail-jitter subscribes,
+// tickrail-replay publishes a synthetic feed and closes the channel; jitter must have received
+// every tick replayed, none lost, and have ended because the publisher closed.
+//
+// The programs are found in the build tree (the test runs from the build root), or through
+// $TICKRAIL_REPLAY and $TICKRAIL_JITTER.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+std::string program(const char* env, const char* build_path) {
+  if (const char* p = std::getenv(env); p != nullptr && *p != '\0') return p;
+  return (std::filesystem::current_path() / build_path).string();
+}
+
+pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    FILE* out = std::freopen(log.c_str(), "w", stdout);
+    (void)out;
+    dup2(fileno(stdout), STDERR_FILENO);
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Exit status of pid, killing it when it runs past `timeout` (then -1).
+int wait_bounded(pid_t pid, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    const pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (std::chrono::steady_clock::now() >= deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+struct Run {
+  nlohmann::json replay, jitter;
+  int replay_rc = 0, jitter_rc = 0;
+  std::string replay_log, jitter_log;
+};
+
+Run replay_to_jitter(const std::string& tag, const std::vector<std::string>& replay_args) {
+  const std::string replay = program("TICKRAIL_REPLAY", "apps/replay/tickrail-replay");
+  const std::string jitter = program("TICKRAIL_JITTER", "apps/jitter/tickrail-jitter");
+  REQUIRE(std::filesystem::exists(replay));
+  REQUIRE(std::filesystem::exists(jitter));
+  const std::string base = (std::filesystem::temp_directory_path() /
+                            ("tickrail-e2e-" + tag + "-" + std::to_string(getpid())))
+                               .string();
+  const std::string channel = "e2e-" + tag + "-" + std::to_string(getpid());
+
+  // Jitter first: it waits (bounded) for the channel; replay waits (bounded) for it.
+  const pid_t j = spawn({jitter, "--channel", channel, "--attach-timeout-ms", "60000", "--quiet",
+                         "--json", base + "-jitter.json", "--hgrm", base + ".hgrm", "--svg",
+                         base + ".svg"},
+                        base + "-jitter.log");
+  std::vector<std::string> r_args = {replay, "--channel", channel, "--quiet",
+                                     "--wait-subscribers", "1", "--wait-timeout-ms", "60000",
+                                     "--json", base + "-replay.json"};
+  r_args.insert(r_args.end(), replay_args.begin(), replay_args.end());
+  const pid_t r = spawn(r_args, base + "-replay.log");
+
+  Run run;
+  run.replay_rc = wait_bounded(r, std::chrono::seconds(240));
+  run.jitter_rc = wait_bounded(j, std::chrono::seconds(60));
+  run.replay_log = slurp(base + "-replay.log");
+  run.jitter_log = slurp(base + "-jitter.log");
+  INFO("replay log:\n" << run.replay_log << "\njitter log:\n" << run.jitter_log);
+  REQUIRE(run.replay_rc == 0);
+  REQUIRE(run.jitter_rc == 0);
+  run.replay = nlohmann::json::parse(slurp(base + "-replay.json"));
+  run.jitter = nlohmann::json::parse(slurp(base + "-jitter.json"));
+  CHECK_THAT(slurp(base + ".hgrm"), Catch::Contains("Percentile"));
+  CHECK_THAT(slurp(base + ".svg"), Catch::Contains("<svg"));
+  for (const char* suffix : {"-jitter.json", "-replay.json", "-jitter.log", "-replay.log", ".hgrm", ".svg"}) {
+    std::error_code ec;
+    std::filesystem::remove(base + suffix, ec);
+  }
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("replayToJitterOverShmDeliversEveryTickAsFastAsPossible", "[e2e]") {
+  const Run run = replay_to_jitter("max", {"--max", "--count", "200000"});
+  INFO("jitter log:\n" << run.jitter_log);
+  CHECK(run.replay["ticks_published"] == 200000);
+  CHECK(run.replay["unheard"] == 0);
+  CHECK(run.jitter["count"] == run.replay["ticks_published"]);
+  CHECK(run.jitter["lost"] == 0);
+  CHECK(run.jitter["first_seq"] == 1);
+  CHECK(run.jitter["last_seq"] == 200000);
+  CHECK(run.jitter["ended"] == "publisher_gone");
+  CHECK(run.jitter["figure"] == "one-way");
+  CHECK_THAT(run.jitter_log, Catch::Contains("ONE-WAY"));
+  CHECK(run.replay["subscribers"].size() == 1);
+}
+
+TEST_CASE("replayToJitterOverShmAtAFixedRateWithTheBook", "[e2e]") {
+  const Run run = replay_to_jitter("rate", {"--rate", "200000", "--count", "50000", "--book"});
+  const std::uint64_t published = run.replay["ticks_published"];
+  CHECK(published > 0);
+  CHECK(run.replay["lag"]["count"] == published);
+  CHECK(run.jitter["count"] == published);
+  CHECK(run.jitter["lost"] == 0);
+  CHECK(run.jitter["ended"] == "publisher_gone");
+}

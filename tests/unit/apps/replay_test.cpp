@@ -1,0 +1,348 @@
+// tickrail-replay's pieces (apps/replay/replay.hpp) on a generated ITCH 5.0 file holding every
+// message type, a truncated copy of it, and a book whose final top is known by construction.
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "../../../apps/replay/replay.hpp"
+#include "tickrail/error.hpp"
+#include "tickrail/feed/itch.hpp"
+#include "tickrail/feed/itch_writer.hpp"
+#include "tickrail/subscriber.hpp"
+
+using namespace tickrail;
+using feed::ItchWriter;
+
+namespace {
+
+constexpr std::uint64_t kTs = 34'200'000'000'000ull;
+
+// Every ITCH 5.0 type; order flow on two instruments whose final books are:
+//   1 AAPL: bid 120 @ 100.0200 (ref 6), ask 70 @ 100.0300 (ref 5); also ref 3 sell 200 @ 100.05
+//   2 MSFT: no bid, ask 20 @ 50.1000 (ref 11)
+struct Generated {
+  std::vector<std::uint8_t> bytes;
+  std::map<char, std::uint64_t> by_type;
+  std::vector<std::size_t> frame_offsets;  // byte offset of each message's 2-byte length
+};
+
+Generated generate() {
+  ItchWriter w;
+  Generated g;
+  std::uint64_t ts = kTs;
+  auto mark = [&] { g.frame_offsets.push_back(w.bytes().size()); };
+  auto rec = [&](char t) { ++g.by_type[t]; };
+  mark(); w.system_event(ts++, 'O'); rec('S');
+  mark(); w.stock_directory(1, ts++, "AAPL"); rec('R');
+  mark(); w.stock_directory(2, ts++, "MSFT"); rec('R');
+  mark(); w.begin('H', 1, ts++).str("AAPL", 8).ch('T').ch(' ').str("    ", 4).end(); rec('H');
+  mark(); w.begin('Y', 1, ts++).str("AAPL", 8).ch('0').end(); rec('Y');
+  mark(); w.begin('L', 1, ts++).str("NSDQ", 4).str("AAPL", 8).ch('Y').ch('N').ch('A').end(); rec('L');
+  mark(); w.begin('V', 0, ts++).u64(3'000'000'000'000ull).u64(2'800'000'000'000ull).u64(2'600'000'000'000ull).end(); rec('V');
+  mark(); w.begin('W', 0, ts++).ch('1').end(); rec('W');
+  mark(); w.begin('K', 2, ts++).str("MSFT", 8).u32(34'200).ch('A').price4(250'000).end(); rec('K');
+  mark(); w.begin('J', 1, ts++).str("AAPL", 8).price4(1'000'000).price4(1'100'000).price4(900'000).u32(0).end(); rec('J');
+  mark(); w.begin('h', 1, ts++).str("AAPL", 8).ch('Q').ch('T').end(); rec('h');
+  // AAPL order flow.
+  mark(); w.add_order(1, ts++, 1, Side::Buy, 100, "AAPL", 1'000'000); rec('A');
+  mark(); w.add_order(1, ts++, 2, Side::Buy, 200, "AAPL", 1'000'100); rec('A');
+  mark(); w.add_order(1, ts++, 3, Side::Sell, 300, "AAPL", 1'000'500); rec('A');
+  mark(); w.add_order(1, ts++, 4, Side::Sell, 50, "AAPL", 1'000'300); rec('A');
+  mark(); w.add_order_mpid(1, ts++, 5, Side::Sell, 70, "AAPL", 1'000'300, "GSCO"); rec('F');
+  mark(); w.order_executed(1, ts++, 2, 50, 9001); rec('E');
+  mark(); w.order_executed_price(1, ts++, 4, 50, 9002, 'Y', 1'000'300); rec('C');
+  mark(); w.order_cancel(1, ts++, 3, 100); rec('X');
+  mark(); w.order_delete(1, ts++, 1); rec('D');
+  mark(); w.order_replace(1, ts++, 2, 6, 120, 1'000'200); rec('U');
+  mark(); w.trade(1, ts++, Side::Buy, 10, "AAPL", 1'000'250, 9003); rec('P');
+  mark(); w.cross_trade(1, ts++, 1000, "AAPL", 1'000'250, 9004, 'O'); rec('Q');
+  mark(); w.begin('B', 1, ts++).u64(9003).end(); rec('B');
+  // MSFT order flow.
+  mark(); w.add_order(2, ts++, 10, Side::Buy, 10, "MSFT", 500'000); rec('A');
+  mark(); w.add_order(2, ts++, 11, Side::Sell, 20, "MSFT", 501'000); rec('A');
+  mark(); w.order_delete(2, ts++, 10); rec('D');
+  mark(); w.begin('I', 1, ts++).u64(1000).u64(200).ch('S').str("AAPL", 8).price4(1'000'000).price4(1'000'100).price4(1'000'200).ch('O').ch('L').end(); rec('I');
+  mark(); w.begin('N', 1, ts++).str("AAPL", 8).ch('A').end(); rec('N');
+  mark(); w.begin('O', 2, ts++).str("MSFT", 8).ch('Y').price4(100'000).price4(900'000).price4(500'000).u64(kTs).price4(450'000).price4(550'000).end(); rec('O');
+  mark(); w.system_event(ts++, 'C'); rec('S');
+  g.bytes = w.bytes();
+  return g;
+}
+
+struct TempPath {
+  std::string path;
+  explicit TempPath(const std::string& suffix)
+      : path((std::filesystem::temp_directory_path() /
+              ("tickrail-replay-test-" + std::to_string(getpid()) + "-" + std::to_string(n++) + suffix))
+                 .string()) {}
+  ~TempPath() {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+  }
+  void write(const std::uint8_t* p, std::size_t len) const {
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(p), static_cast<std::streamsize>(len));
+  }
+  static inline int n = 0;
+};
+
+std::string channel_name(const char* what) {
+  return std::string("replay-test-") + what + "-" + std::to_string(getpid());
+}
+
+replay::Options max_options(const std::string& input) {
+  replay::Options o;
+  o.input = input;
+  o.pacing = replay::Pacing::max;
+  o.wait_subscribers = 0;
+  o.batch = 7;  // odd, to cross batch boundaries inside the file
+  return o;
+}
+
+// One publisher and one subscriber in this thread; collects what the subscriber receives.
+struct Channel {
+  PublisherConfig pc;
+  std::unique_ptr<Publisher> pub;
+  std::unique_ptr<Subscriber> sub;
+  explicit Channel(const char* what) {
+    pc.channel = channel_name(what);
+    pub = std::make_unique<Publisher>(pc);
+    SubscriberConfig sc;
+    sc.channel = pc.channel;
+    sub = std::make_unique<Subscriber>(sc);
+    REQUIRE(replay::wait_for_subscribers(*pub, 1, std::chrono::seconds(10)) == 1);
+  }
+  std::vector<Tick> drain() {
+    std::vector<Tick> got;
+    while (sub->poll([&](const Tick& t) { got.push_back(t); }) != 0) {
+    }
+    return got;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("replayCountsEveryItchMessageTypeAndPublishesEachAsATick", "[replay]") {
+  const Generated g = generate();
+  TempPath file(".itch");
+  file.write(g.bytes.data(), g.bytes.size());
+  REQUIRE(g.by_type.size() == feed::itch::kAllTypes.size());  // the file has every type
+
+  Channel ch("types");
+  const replay::Options o = max_options(file.path);
+  auto src = replay::open_input(o);
+  replay::Replayer r(o, *src, *ch.pub);
+  r.run();
+
+  const std::uint64_t messages = g.frame_offsets.size();
+  CHECK(r.stats().ticks_read == messages);
+  CHECK(r.stats().offered == messages);
+  CHECK(ch.pub->counters().published == messages);
+  const replay::Report rep = replay::make_report(o, *src, r, *ch.pub, ch.pub->subscribers());
+  CHECK(rep.json["messages"] == messages);
+  for (const auto& [type, n] : g.by_type) {
+    INFO("type " << type);
+    CHECK(rep.json["messages_by_type"][std::string(1, type)] == n);
+  }
+  CHECK(rep.json["bad_input"]["total"] == 0);
+  // Order messages become their kinds; the 14 other types (16 messages) are status ticks.
+  CHECK(r.stats().by_kind[static_cast<int>(TickKind::Add)] == 7);
+  CHECK(r.stats().by_kind[static_cast<int>(TickKind::Execute)] == 2);
+  CHECK(r.stats().by_kind[static_cast<int>(TickKind::Trade)] == 2);
+  CHECK(r.stats().by_kind[static_cast<int>(TickKind::Status)] == 16);
+
+  const std::vector<Tick> got = ch.drain();
+  REQUIRE(got.size() == messages);
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i].seq == i + 1);
+  CHECK(static_cast<char>(got[11].flags & 0xff) == 'A');
+  CHECK(got[11].order_ref == 1);
+  CHECK(got[11].price == 1'000'000);
+}
+
+TEST_CASE("truncatedItchFileFailsNamingTheByteOffsetAfterPublishingWhatCameBefore", "[replay]") {
+  const Generated g = generate();
+  // Cut inside message 20 (the order delete): its 2-byte length is at frame_offsets[20].
+  const std::size_t k = 20;
+  const std::size_t cut = g.frame_offsets[k] + 5;
+  TempPath file(".itch");
+  file.write(g.bytes.data(), cut);
+
+  {
+    Channel ch("trunc");
+    const replay::Options o = max_options(file.path);
+    auto src = replay::open_input(o);
+    replay::Replayer r(o, *src, *ch.pub);
+    try {
+      r.run();
+      FAIL("a truncated file must fail");
+    } catch (const Error& e) {
+      CHECK_THAT(e.what(), Catch::Contains("byte offset " + std::to_string(g.frame_offsets[k])));
+      CHECK_THAT(e.what(), Catch::Contains(file.path));
+    }
+    CHECK(r.stats().ticks_read == k);
+    CHECK(ch.pub->counters().published == k);  // everything before the bad message went out
+    CHECK(ch.drain().size() == k);
+  }
+  {
+    Channel ch("trunc-skip");
+    replay::Options o = max_options(file.path);
+    o.skip_bad = true;
+    auto src = replay::open_input(o);
+    replay::Replayer r(o, *src, *ch.pub);
+    r.run();
+    CHECK(r.stats().ticks_read == k);
+    CHECK(src->errors().truncated == 1);
+    CHECK(src->errors().total() == 1);
+    CHECK_THAT(src->first_error(), Catch::Contains("byte offset " + std::to_string(g.frame_offsets[k])));
+    const replay::Report rep = replay::make_report(o, *src, r, *ch.pub, {});
+    CHECK(rep.json["bad_input"]["truncated"] == 1);
+    CHECK_THAT(rep.text, Catch::Contains("bad input skipped: 1"));
+  }
+}
+
+TEST_CASE("bookModePublishesQuotesAndEndsWithTheKnownTopOfBook", "[replay]") {
+  const Generated g = generate();
+  TempPath file(".itch");
+  file.write(g.bytes.data(), g.bytes.size());
+
+  Channel ch("book");
+  replay::Options o = max_options(file.path);
+  o.book = true;
+  o.book_orders = 1024;
+  auto src = replay::open_input(o);
+  replay::Replayer r(o, *src, *ch.pub);
+  r.run();
+
+  const feed::OrderBook* b = r.book();
+  REQUIRE(b != nullptr);
+  const feed::TopOfBook aapl = b->top(1);
+  CHECK(aapl.bid.price == 1'000'200);
+  CHECK(aapl.bid.qty == 120);
+  CHECK(aapl.bid.orders == 1);
+  CHECK(aapl.ask.price == 1'000'300);
+  CHECK(aapl.ask.qty == 70);
+  CHECK(aapl.ask.orders == 1);
+  CHECK(b->live_orders(1) == 3);
+  const feed::TopOfBook msft = b->top(2);
+  CHECK_FALSE(msft.has_bid());
+  CHECK(msft.ask.price == 501'000);
+  CHECK(msft.ask.qty == 20);
+  CHECK(b->live_orders(2) == 1);
+  CHECK(b->counts().unknown_refs == 0);
+
+  // Quotes replace the order messages; trades and status ticks pass through.
+  const std::uint64_t passed = r.stats().by_kind[static_cast<int>(TickKind::Trade)] +
+                               r.stats().by_kind[static_cast<int>(TickKind::Status)];
+  CHECK(r.stats().offered == b->counts().quotes + passed);
+  const std::vector<Tick> got = ch.drain();
+  REQUIRE(got.size() == r.stats().offered);
+  const Tick* last_aapl = nullptr;
+  std::uint64_t quotes = 0;
+  for (const Tick& t : got) {
+    CHECK(t.kind != TickKind::Add);
+    CHECK(t.kind != TickKind::Delete);
+    if (t.kind == TickKind::Quote) {
+      ++quotes;
+      if (t.instrument == 1) last_aapl = &t;
+    }
+  }
+  CHECK(quotes == b->counts().quotes);
+  REQUIRE(last_aapl != nullptr);
+  CHECK(last_aapl->price == 1'000'200);
+  CHECK(last_aapl->qty == 120);
+  CHECK(last_aapl->ask_price() == 1'000'300);
+  CHECK(last_aapl->aux_qty == 70);
+
+  const replay::Report rep = replay::make_report(o, *src, r, *ch.pub, {});
+  CHECK_THAT(rep.text, Catch::Contains("AAPL"));
+  CHECK_THAT(rep.text, Catch::Contains("120 @ 100.0200"));
+  CHECK_THAT(rep.text, Catch::Contains("70 @ 100.0300"));
+  CHECK(rep.json["book"]["live_orders"] == 4);
+}
+
+TEST_CASE("pacedReplayRecordsTheLagOfEveryTick", "[replay]") {
+  Channel ch("paced");
+  replay::Options o;
+  o.synthetic.limit = 2000;
+  o.pacing = replay::Pacing::rate;
+  o.rate = 1e6;
+  o.wait_subscribers = 0;
+  auto src = replay::open_input(o);
+  replay::Replayer r(o, *src, *ch.pub);
+  r.run();
+  CHECK(r.stats().ticks_read == 2000);
+  CHECK(r.stats().lag_ns.count() == 2000);  // one schedule entry per tick, none dropped
+  CHECK(ch.drain().size() == 2000);
+
+  replay::Options f;
+  f.synthetic.limit = 1000;
+  f.pacing = replay::Pacing::feed;
+  f.speed = 100.0;
+  f.wait_subscribers = 0;
+  auto src2 = replay::open_input(f);
+  replay::Replayer r2(f, *src2, *ch.pub);
+  r2.run();
+  CHECK(r2.stats().lag_ns.count() == 1000);
+  CHECK(ch.drain().size() == 1000);
+}
+
+TEST_CASE("replayStopsWhenAskedAndAtItsDuration", "[replay]") {
+  Channel ch("stop");
+  replay::Options o;
+  o.synthetic.limit = 0;  // endless
+  o.pacing = replay::Pacing::max;
+  o.wait_subscribers = 0;
+  {
+    auto src = replay::open_input(o);
+    replay::Replayer r(o, *src, *ch.pub);
+    std::atomic<bool> stop{true};
+    r.run(&stop);
+    CHECK(r.stats().stopped);
+    CHECK(r.stats().ticks_read == 0);
+  }
+  {
+    // A subscriber that never polls holds the publisher back (block policy): the duration must
+    // end the run anyway, with each stall counted as back-pressure.
+    o.duration = std::chrono::milliseconds(50);
+    auto src = replay::open_input(o);
+    replay::Replayer r(o, *src, *ch.pub);
+    r.run();
+    CHECK(r.stats().stopped);
+    CHECK(r.stats().ticks_read > 0);
+  }
+}
+
+TEST_CASE("replayOptionsFromTomlWithLocatedErrors", "[replay]") {
+  ConfigFile f(R"([replay]
+input = "day.itch.gz"
+format = "itch"
+pacing = "rate"
+rate = 250000
+book = true
+count = 1000
+wait_subscribers = 2
+)", "replay.toml");
+  replay::Options o;
+  replay::read_options(f.section("replay"), o);
+  CHECK(o.input == "day.itch.gz");
+  CHECK(o.format == feed::InputFormat::itch);
+  CHECK(o.pacing == replay::Pacing::rate);
+  CHECK(o.rate == 250000.0);
+  CHECK(o.book);
+  CHECK(o.synthetic.limit == 1000);
+  CHECK(o.wait_subscribers == 2);
+  f.check_all_read();
+
+  ConfigFile bad("[replay]\nspeed = -1.0\n", "bad.toml");
+  try {
+    replay::read_options(bad.section("replay"), o);
+    FAIL("negative speed accepted");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("bad.toml:2:1: replay.speed: must be a positive number"));
+  }
+  ConfigFile typo("[replay]\npacing = \"fast\"\n", "typo.toml");
+  CHECK_THROWS_WITH(replay::read_options(typo.section("replay"), o),
+                    Catch::Contains("typo.toml:2:1: replay.pacing: unknown pacing 'fast'"));
+}
