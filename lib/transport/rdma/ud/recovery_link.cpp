@@ -3,8 +3,10 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "tickrail/error.hpp"
+#include "tickrail/log.hpp"
 #include "transport/rdma/ud/datagram.hpp"
 #include "transport/rdma/ud/multicast.hpp"
 #include "transport/rdma/verbs_error.hpp"
@@ -58,6 +60,14 @@ RecoveryLink::RecoveryLink(const Params& p)
 
   ibv_device_attr dev{};
   check_ret(ibv_query_device(id_.verbs(), &dev), "ibv_query_device", id_.describe());
+  // Retransmit a lost read response after ~67 ms (4.096 us * 2^14) rather than rdma_cm's RoCE
+  // default of about half a second: recovery runs exactly when the network is losing packets.
+  std::uint8_t ack_timeout = 14;
+  if (rdma_set_option(id_.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack_timeout,
+                      sizeof ack_timeout) != 0) {
+    logger()->debug("recovery link {}: rdma_set_option(ACK_TIMEOUT): {}", id_.describe(),
+                    std::strerror(errno));
+  }
   rdma_conn_param param{};
   param.private_data = &req;
   param.private_data_len = sizeof req;

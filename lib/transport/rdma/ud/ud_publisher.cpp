@@ -50,9 +50,15 @@ ibv_context* resolve_group(CmId& id, EventChannel& ch, const PublisherConfig& c)
   check_device_exists(c.rdma.device);
   const Address group = parse_group(c.rdma.groups.front(), "rdma.groups[0]");
   const Address src = Address::parse(c.rdma.address, 0);
-  id.resolve_addr(&src, group, c.rdma.connect_timeout);
-  (void)ch.expect(RDMA_CM_EVENT_ADDR_RESOLVED, c.rdma.connect_timeout + std::chrono::seconds(1),
-                  "resolve multicast group " + group.str() + " from " + src.str());
+  try {
+    id.resolve_addr(&src, group, c.rdma.connect_timeout);
+    (void)ch.expect(RDMA_CM_EVENT_ADDR_RESOLVED, c.rdma.connect_timeout + std::chrono::seconds(1),
+                    "resolve multicast group " + group.str() + " from " + src.str());
+  } catch (const Error& e) {
+    throw Error(e.code(), "UD publisher: rdma.address " + c.rdma.address + " (to send to " +
+                              group.str() + "): " + e.what() +
+                              " (is it the address of an RDMA device's netdev?)");
+  }
   check_device(id, c.rdma.device, "address " + c.rdma.address);
   return id.verbs();
 }

@@ -50,6 +50,8 @@ class UdPublisher final : public detail::PublisherTransport {
   const PublisherConfig& config() const noexcept override { return config_; }
   void close() noexcept override;
 
+  // Heartbeats, a due partial datagram, the end datagram after close(): Publisher::service().
+  void service() noexcept { (void)publish(std::span<const Tick>{}); }
   // Sends the ticks waiting for a fuller datagram now (batching); publishing thread only.
   // False when the send queue stayed full.
   bool flush() noexcept;
