@@ -2,6 +2,8 @@
 // clock of 1 ns per tick so that every figure is known exactly.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include "../../../apps/jitter/jitter.hpp"
 #include "tickrail/error.hpp"
 
@@ -134,4 +136,30 @@ TEST_CASE("jitterOptionsFromTomlAndPingPongModeParses", "[jitter]") {
   ConfigFile bad("[jitter]\ncpu = -3\n", "b.toml");
   CHECK_THROWS_WITH(jitter::read_options(bad.section("jitter"), o),
                     Catch::Contains("b.toml:2:1: jitter.cpu: must be a cpu number"));
+}
+
+TEST_CASE("everyShippedConfigLoadsAsTheJitterReadsIt", "[jitter]") {
+  std::filesystem::path dir = std::filesystem::current_path();
+  for (int up = 0; up < 4 && !std::filesystem::exists(dir / "include/tickrail/tick.hpp"); ++up) {
+    dir = dir.parent_path();
+  }
+  dir /= "configs";
+  REQUIRE(std::filesystem::is_directory(dir));
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".toml") continue;
+    INFO(e.path());
+    ConfigFile f(e.path().string());
+    SubscriberConfig sc;
+    read_subscriber_config(f, sc);
+    jitter::Options o;
+    jitter::read_options(f.section("jitter"), o);
+    f.check_all_read({"publisher", "replay"});
+    ++files;
+  }
+  CHECK(files >= 5);
+  ConfigFile j((dir / "jitter.toml").string());
+  SubscriberConfig sc;
+  read_subscriber_config(j, sc);
+  CHECK(sc.attach_timeout == std::chrono::milliseconds(10000));
 }

@@ -346,3 +346,37 @@ wait_subscribers = 2
   CHECK_THROWS_WITH(replay::read_options(typo.section("replay"), o),
                     Catch::Contains("typo.toml:2:1: replay.pacing: unknown pacing 'fast'"));
 }
+
+namespace {
+// configs/ of the source tree, found from the working directory (the build root or below it).
+std::filesystem::path configs_dir() {
+  std::filesystem::path d = std::filesystem::current_path();
+  for (int up = 0; up < 4 && !d.empty(); ++up, d = d.parent_path()) {
+    if (std::filesystem::exists(d / "include/tickrail/tick.hpp")) return d / "configs";
+  }
+  return {};
+}
+}  // namespace
+
+TEST_CASE("everyShippedConfigLoadsAsTheReplayReadsIt", "[replay]") {
+  const std::filesystem::path dir = configs_dir();
+  REQUIRE(std::filesystem::is_directory(dir));
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".toml") continue;
+    INFO(e.path());
+    ConfigFile f(e.path().string());
+    PublisherConfig pc;
+    read_publisher_config(f, pc);
+    replay::Options o;
+    replay::read_options(f.section("replay"), o);
+    f.check_all_read({"subscriber", "jitter"});
+    ++files;
+  }
+  CHECK(files >= 5);
+  ConfigFile rc((dir / "rc.toml").string());
+  PublisherConfig pc;
+  read_publisher_config(rc, pc);
+  CHECK(pc.transport == TransportKind::rc);
+  CHECK_FALSE(pc.rdma.address.empty());
+}
