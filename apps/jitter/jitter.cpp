@@ -72,7 +72,7 @@ namespace {
 
 std::string describe_end(const RunInfo& info) {
   std::string s = info.ended;
-  if (info.ended == "publisher_gone") s = "the publisher closed the channel (drained)";
+  if (info.ended == "publisher_gone") s = "publisher gone, channel drained";
   if (info.ended == "duration") s = "--duration reached";
   if (info.ended == "count") s = "--count ticks received";
   if (info.ended == "interrupted") s = "interrupted";

@@ -420,9 +420,9 @@ Report make_report(const Options& o, const feed::TickSource& src, const Replayer
   t += fmt("subscribers: %zu\n", subscribers.size());
   nlohmann::json subs = nlohmann::json::array();
   for (const SubscriberStatus& s : subscribers) {
-    t += fmt("  slot %u pid %d %s%s policy %s state %s position %" PRIu64 " lag %" PRIu64 "\n", s.slot,
-             s.pid, s.peer.empty() ? "" : "peer ", s.peer.c_str(), to_string(s.policy),
-             s.state.c_str(), s.position, s.lag);
+    const std::string who = s.peer.empty() ? fmt("pid %d", s.pid) : "peer " + s.peer;
+    t += fmt("  slot %u %s policy %s state %s position %" PRIu64 " lag %" PRIu64 "\n", s.slot,
+             who.c_str(), to_string(s.policy), s.state.c_str(), s.position, s.lag);
     subs.push_back({{"slot", s.slot}, {"pid", s.pid}, {"peer", s.peer},
                     {"policy", to_string(s.policy)}, {"state", s.state},
                     {"position", s.position}, {"lag", s.lag}});

@@ -108,7 +108,7 @@ TEST_CASE("jitterReportSaysOneWayAndJsonHasEveryKey", "[jitter]") {
   CHECK_THAT(text, Catch::Contains("latency"));
   CHECK_THAT(text, Catch::Contains("inter-arrival"));
   CHECK_THAT(text, Catch::Contains("poll gap"));
-  CHECK_THAT(text, Catch::Contains("the publisher closed the channel"));
+  CHECK_THAT(text, Catch::Contains("publisher gone, channel drained"));
   const nlohmann::json j = jitter::report_json(r, info);
   for (const char* k : {"count", "lost", "min_ns", "p50_ns", "mean_ns", "stdev_ns", "p90_ns",
                         "p99_ns", "p999_ns", "p9999_ns", "max_ns", "figure", "interarrival",
