@@ -380,3 +380,47 @@ TEST_CASE("everyShippedConfigLoadsAsTheReplayReadsIt", "[replay]") {
   CHECK(pc.transport == TransportKind::rc);
   CHECK_FALSE(pc.rdma.address.empty());
 }
+
+// The real excerpts beside the project (never copied into it), when present: each replays to its
+// end through the replay's own path (the pcap through MoldUDP64), with the book built.
+TEST_CASE("realItchExcerptsReplayCleanlyToTheirEnd", "[replay][real]") {
+  const std::filesystem::path dir = configs_dir().parent_path().parent_path() / "shared/data/itch";
+  if (!std::filesystem::is_directory(dir)) {
+    WARN("no " << dir << ": skipped");
+    return;
+  }
+  struct Expect {
+    const char* file;
+    std::uint64_t messages;
+  };
+  for (const Expect& x : {Expect{"aapl-20200130-first10k.itch", 10000},
+                          Expect{"session-start-1000.itch", 1000},
+                          Expect{"xnas-20230822-moldudp64-100pkts.pcap", 0}}) {
+    const std::filesystem::path p = dir / x.file;
+    if (!std::filesystem::exists(p)) continue;
+    INFO(p);
+    Channel ch("real");
+    replay::Options o = max_options(p.string());
+    o.book = true;
+    o.book_orders = 1 << 16;
+    o.batch = 256;
+    auto src = replay::open_input(o);
+    replay::Replayer r(o, *src, *ch.pub);
+    REQUIRE_NOTHROW(r.run());
+    CHECK(src->errors().total() == 0);
+    const replay::Report rep = replay::make_report(o, *src, r, *ch.pub, {});
+    const std::uint64_t messages = rep.json["messages"];
+    if (x.messages != 0) {
+      CHECK(messages == x.messages);
+    } else {
+      CHECK(messages > 0);
+      CHECK(rep.json["capture"]["packets"] == 100);
+    }
+    CHECK(r.stats().ticks_read == messages);
+    CHECK(ch.drain().size() == r.stats().offered);
+    if (std::string(x.file).starts_with("aapl")) {
+      CHECK(r.book()->counts().unknown_refs == 0);  // self-contained excerpt
+      CHECK(r.book()->top(13).has_bid());
+    }
+  }
+}
