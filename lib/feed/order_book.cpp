@@ -275,6 +275,18 @@ bool OrderBook::apply(const Tick& t, Tick& quote) {
   return true;
 }
 
+void OrderBook::clear() noexcept {
+  std::fill_n(table_.get(), mask_ + 1, Order{});
+  size_ = 0;
+  for (auto& b : books_) {
+    if (!b) continue;
+    b->side[0].clear();
+    b->side[1].clear();
+    b->live = 0;
+  }
+  counts_ = BookCounts{};
+}
+
 TopOfBook OrderBook::top(std::uint32_t instrument) const noexcept {
   const Book* b = find_book(instrument);
   if (b == nullptr) return {};

@@ -1,11 +1,26 @@
 #include "tickrail/feed/symbol_directory.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+
+#include "tickrail/error.hpp"
 
 namespace tickrail::feed {
 
-SymbolDirectory::SymbolDirectory() : table_(std::make_unique<Entry[]>(kLocates)) {}
+namespace {
+constexpr std::size_t kTableBytes = SymbolDirectory::kLocates * SymbolDirectory::kSymbolLength;
+}  // namespace
+
+void SymbolDirectory::Unmap::operator()(Entry* p) const noexcept { ::munmap(p, kTableBytes); }
+
+SymbolDirectory::SymbolDirectory() {
+  void* m = ::mmap(nullptr, kTableBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) throw_errno(errno, "symbol directory: mmap of 512 KiB");
+  table_.reset(static_cast<Entry*>(m));
+}
 
 bool SymbolDirectory::set(std::uint16_t locate, std::string_view symbol8) noexcept {
   Entry e{};

@@ -69,6 +69,9 @@ class OrderBook {
   // sizes saturate at 2^32-1), exch_ts, seq and flags those of the tick that caused it.
   bool apply(const Tick& t, Tick& quote);
 
+  // Empties every book and zeroes the counts, keeping all memory (to replay an input again).
+  void clear() noexcept;
+
   [[nodiscard]] TopOfBook top(std::uint32_t instrument) const noexcept;
   // Copies up to out.size() levels of one side, best first; returns how many.
   std::size_t depth(std::uint32_t instrument, Side side, std::span<Level> out) const noexcept;

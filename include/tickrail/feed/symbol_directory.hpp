@@ -1,6 +1,7 @@
 // SymbolDirectory: stock locate -> 8-character symbol, learned from ITCH Stock Directory (R)
 // messages. Locates are 16-bit and assigned from 1 each day, so a flat table indexed by locate is
 // the fastest map (512 KiB, allocated once at construction; set() and symbol() never allocate).
+// The table is an anonymous mapping: zero pages, committed only for the locates in use.
 #pragma once
 
 #include <array>
@@ -31,7 +32,10 @@ class SymbolDirectory {
 
  private:
   using Entry = std::array<char, kSymbolLength>;
-  std::unique_ptr<Entry[]> table_;
+  struct Unmap {
+    void operator()(Entry* p) const noexcept;
+  };
+  std::unique_ptr<Entry[], Unmap> table_;
   std::size_t size_ = 0;
 };
 

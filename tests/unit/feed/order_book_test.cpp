@@ -120,6 +120,20 @@ TEST_CASE("bookBuiltFromAnItchFileHasTheHandComputedTopOfBook") {
   REQUIRE(c.replaces == 1);
   REQUIRE(c.unknown_refs == 1);
   REQUIRE(c.rehashes == 0);
+
+  book.clear();
+  REQUIRE(book.live_orders() == 0);
+  REQUIRE_FALSE(book.top(1).has_bid());
+  REQUIRE(book.counts().adds == 0);
+  ItchFileReader again(w.span(), "scenario again");
+  while (const std::size_t n = again.read(buf)) {
+    for (std::size_t i = 0; i < n; ++i) {
+      Tick q{};
+      (void)book.apply(buf[i], q);
+    }
+  }
+  REQUIRE(book.top(1).ask.qty == 90);  // the same book once more
+  REQUIRE(book.live_orders() == 4);
 }
 
 TEST_CASE("bookCountsBadReferencesAndOverfills") {
