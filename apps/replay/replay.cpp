@@ -232,6 +232,16 @@ void Replayer::run(const std::atomic<bool>* stop,
     }
     const std::size_t n = src_.read(std::span<Tick>(in_.data(), in_.size()));
     if (n == 0) break;
+    if (!book_ && o_.pacing == Pacing::max) {
+      // As fast as possible, ticks as read: publish the read buffer itself, no copy.
+      for (std::size_t i = 0; i < n; ++i) ++stats_.by_kind[static_cast<std::uint8_t>(in_[i].kind) & 15u];
+      stats_.ticks_read += n;
+      std::swap(in_, out_);
+      pending_ = n;
+      if (!publish_pending()) running = false;
+      std::swap(in_, out_);
+      continue;
+    }
     for (std::size_t i = 0; i < n && running; ++i) {
       const Tick& t = in_[i];
       ++stats_.ticks_read;
