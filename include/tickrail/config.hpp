@@ -78,6 +78,7 @@ struct PublisherConfig {
   bool lock_memory = false;                   // mlock the rings (needs RLIMIT_MEMLOCK)
   std::chrono::milliseconds conductor_period{5};  // liveness checks, heartbeats
   std::string shm_dir = "/dev/shm";
+  bool stats = true;  // live counters in the process's stat file (stats.hpp; TICKRAIL_STATS=0: off)
   RdmaConfig rdma;
 
   void validate() const;  // throws Error(config_error)
@@ -94,6 +95,7 @@ struct SubscriberConfig {
   bool lock_memory = false;
   IdleKind idle = IdleKind::busy_spin;  // for the library's own waits (wait_active)
   std::string shm_dir = "/dev/shm";
+  bool stats = true;  // live counters in the process's stat file (stats.hpp; TICKRAIL_STATS=0: off)
   RdmaConfig rdma;
 
   void validate() const;

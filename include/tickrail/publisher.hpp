@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tickrail/config.hpp"
+#include "tickrail/stats.hpp"
 #include "tickrail/tick.hpp"
 
 namespace tickrail {
@@ -36,6 +37,7 @@ struct PublisherCounters {
   std::uint64_t unheard = 0;         // ticks sequenced while nobody subscribed
   std::uint64_t evictions = 0;       // subscribers evicted by the disconnect policy
   std::uint64_t reclaimed = 0;       // subscribers found dead and reclaimed
+  std::uint64_t completion_errors = 0;  // rdma: work completions with an error status
 };
 
 struct SubscriberStatus {
@@ -46,6 +48,7 @@ struct SubscriberStatus {
   std::string state;           // "requested", "active", "evicted", ...
   std::uint64_t position = 0;  // next sequence it expects (its credit)
   std::uint64_t lag = 0;       // ticks published that it has not consumed
+  std::uint64_t back_pressure = 0;  // times its full ring held the publisher back (0: not known)
 };
 
 namespace detail {
@@ -75,6 +78,9 @@ class Publisher {
   [[nodiscard]] std::uint64_t next_sequence() const noexcept;
   [[nodiscard]] std::uint32_t subscriber_count() const noexcept;  // active ones, fast
   [[nodiscard]] const PublisherCounters& counters() const noexcept;
+  // The process's live counters (stats.hpp) carry this publisher's counters, refreshed by
+  // publish() and service(), unless PublisherConfig::stats or TICKRAIL_STATS turned them off.
+  [[nodiscard]] bool stats_enabled() const noexcept { return stats_.block() != nullptr; }
 
   // Control plane.
   [[nodiscard]] std::vector<SubscriberStatus> subscribers() const;
@@ -83,7 +89,12 @@ class Publisher {
   void close() noexcept;
 
  private:
+  void store_stats() noexcept;
+
   std::unique_ptr<detail::PublisherTransport> impl_;
+  // Destroyed before impl_: the stats thread stops reading impl_ first.
+  stats::Registration stats_;
+  const PublisherCounters* counters_ = nullptr;  // impl_'s, stable for its lifetime
 };
 
 [[nodiscard]] const char* to_string(PublishStatus s) noexcept;

@@ -4,19 +4,70 @@
 
 namespace tickrail {
 
+namespace {
+std::string stats_label(TransportKind t, const std::string& channel, const RdmaConfig& r) {
+  if (t == TransportKind::shm || r.address.empty()) return channel;
+  return channel + "@" + r.address + ":" + std::to_string(r.port);
+}
+}  // namespace
+
 Publisher::Publisher(const PublisherConfig& config)
-    : impl_(detail::make_publisher_transport(config)) {}
+    : impl_(detail::make_publisher_transport(config)), counters_(&impl_->counters()) {
+  if (!config.stats) return;
+  // The stats thread reads the per-subscriber table through the transport, whose subscribers()
+  // is callable from any thread; stats_ is released before impl_ goes.
+  const detail::PublisherTransport* t = impl_.get();
+  stats_ = stats::register_endpoint(
+      stats::BlockKind::publisher, config.transport,
+      stats_label(config.transport, config.channel, config.rdma), [t] {
+        std::vector<stats::RowValues> rows;
+        for (const SubscriberStatus& s : t->subscribers()) {
+          rows.push_back({s.slot, s.pid, s.peer, s.policy, s.state, s.position, s.lag,
+                          s.back_pressure});
+        }
+        return rows;
+      });
+}
 Publisher::~Publisher() = default;
 Publisher::Publisher(Publisher&&) noexcept = default;
-Publisher& Publisher::operator=(Publisher&&) noexcept = default;
+Publisher& Publisher::operator=(Publisher&& o) noexcept {
+  if (this != &o) {
+    stats_.reset();  // before the transport it reads goes
+    impl_ = std::move(o.impl_);
+    stats_ = std::move(o.stats_);
+    counters_ = o.counters_;
+  }
+  return *this;
+}
+
+// A handful of relaxed stores into lines only this thread writes.
+inline void Publisher::store_stats() noexcept {
+  stats::Block* b = stats_.block();
+  if (b == nullptr) return;
+  const PublisherCounters& c = *counters_;
+  using stats::PubCounter;
+  stats::put(*b, PubCounter::published, c.published);
+  stats::put(*b, PubCounter::back_pressured, c.back_pressured);
+  stats::put(*b, PubCounter::unheard, c.unheard);
+  stats::put(*b, PubCounter::evictions, c.evictions);
+  stats::put(*b, PubCounter::reclaimed, c.reclaimed);
+  stats::put(*b, PubCounter::completion_errors, c.completion_errors);
+}
 
 PublishResult Publisher::publish(const Tick& tick) noexcept {
-  return impl_->publish(std::span<const Tick>(&tick, 1));
+  const PublishResult r = impl_->publish(std::span<const Tick>(&tick, 1));
+  store_stats();
+  return r;
 }
 PublishResult Publisher::publish(std::span<const Tick> ticks) noexcept {
-  return impl_->publish(ticks);
+  const PublishResult r = impl_->publish(ticks);
+  store_stats();
+  return r;
 }
-void Publisher::service() noexcept { (void)impl_->publish(std::span<const Tick>{}); }
+void Publisher::service() noexcept {
+  (void)impl_->publish(std::span<const Tick>{});
+  store_stats();
+}
 std::uint64_t Publisher::next_sequence() const noexcept { return impl_->next_sequence(); }
 std::uint32_t Publisher::subscriber_count() const noexcept { return impl_->subscriber_count(); }
 const PublisherCounters& Publisher::counters() const noexcept { return impl_->counters(); }
@@ -24,6 +75,7 @@ std::vector<SubscriberStatus> Publisher::subscribers() const { return impl_->sub
 const PublisherConfig& Publisher::config() const noexcept { return impl_->config(); }
 void Publisher::close() noexcept {
   if (impl_) impl_->close();
+  stats_.set_state(stats::EndpointState::closed);
 }
 
 const char* to_string(PublishStatus s) noexcept {

@@ -1,0 +1,379 @@
+// Live counters: one small shared-memory file per process that tools read while it runs (the
+// idea of Aeron's CnC file and AeronStat).
+//
+//   <dir>/tickrail-stat.<pid>      dir: $TICKRAIL_STAT_DIR, default /dev/shm
+//   [ FileHeader ]                 magic (written last), version, pid, process start time,
+//                                  program name, geometry, TSC rate
+//   [ Block x kMaxBlocks ]         one per Publisher or Subscriber of the process
+//
+// A block has three parts, each on its own pair of cache lines because each has one writer:
+//   identity   kind, transport, channel: written at registration (control plane)
+//   counters   fixed meanings per kind (PubCounter, SubCounter): written by the publishing or
+//              polling thread with relaxed stores (plain moves on x86), never locked, never RMW
+//   rows       a publisher's per-subscriber table (position, lag, back-pressure): rewritten by
+//              the process's stats thread every kRefreshPeriod from Publisher::subscribers()
+//
+// Readers (tickrail-stat) map the file read-only and load every word atomically: a counter is
+// never torn, but two counters may come from different instants. Identity and rows are guarded
+// by sequence counters (odd while being written), so a reader never sees half a channel name.
+//
+// The file is created by the first Publisher/Subscriber of the process and removed when the
+// last one is destroyed. A process that dies leaves it behind: readers tell it is dead by its
+// pid (gone, or reused by a process with another start time) and remove it.
+// Counters are off for an endpoint whose config says `stats = false`, and for the whole
+// process with TICKRAIL_STATS=0.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tickrail/config.hpp"
+#include "tickrail/ring.hpp"
+#include "tickrail/tick.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#else
+#include <time.h>
+#endif
+
+namespace tickrail::stats {
+
+// ---- layout (version 1) ------------------------------------------------------------------
+
+inline constexpr std::uint64_t kMagic = 0x3154415453525454ULL;  // "TTRSTAT1" in memory
+inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::uint32_t kMaxBlocks = 64;
+inline constexpr std::uint32_t kMaxRows = kMaxSubscribers;
+inline constexpr std::uint32_t kCounters = 16;
+inline constexpr std::size_t kLinePair = 2 * kCacheLine;  // the adjacent-line prefetcher pairs lines
+inline constexpr std::size_t kNameWords = 8;             // names: 64 bytes, NUL-padded
+
+enum class BlockKind : std::uint32_t { free = 0, publisher = 1, subscriber = 2 };
+
+// One enum for both kinds: publishers are open or closed, subscribers follow SubscriberState.
+enum class EndpointState : std::uint32_t {
+  open = 0,
+  connecting,
+  active,
+  evicted,
+  publisher_gone,
+  closed,
+};
+
+// Counter indices. The meaning of an index never changes within a version; transports that
+// lack a counter leave it 0.
+enum class PubCounter : std::uint32_t {
+  published = 0,      // ticks sequenced
+  back_pressured,     // publish calls that could not deliver everything
+  unheard,            // ticks sequenced while nobody subscribed
+  evictions,          // subscribers evicted (disconnect policy)
+  reclaimed,          // dead subscribers reclaimed
+  completion_errors,  // RDMA work completions with an error status
+  count_,
+};
+enum class SubCounter : std::uint32_t {
+  received = 0,         // ticks delivered to the handler
+  lost,                 // ticks lost for good (lapped, unrecoverable gaps)
+  laps,                 // times the publisher lapped us
+  position,             // next sequence expected
+  gaps,                 // sequence gaps detected (UD)
+  recovered,            // ticks recovered after a gap (UD)
+  foreign,              // datagrams from another channel or session (UD)
+  malformed,            // datagrams that did not decode (UD)
+  completion_errors,    // RDMA work completions with an error status
+  max_poll_gap_cycles,  // longest time between the starts of two poll() calls, TSC cycles
+  count_,
+};
+static_assert(static_cast<std::uint32_t>(PubCounter::count_) <= kCounters);
+static_assert(static_cast<std::uint32_t>(SubCounter::count_) <= kCounters);
+
+// Names used by tickrail-stat's table and JSON ("published", "max_poll_gap_cycles", ...).
+[[nodiscard]] const char* counter_name(BlockKind kind, std::uint32_t index) noexcept;
+[[nodiscard]] std::uint32_t counter_count(BlockKind kind) noexcept;
+[[nodiscard]] const char* to_string(BlockKind k) noexcept;
+[[nodiscard]] const char* to_string(EndpointState s) noexcept;
+
+using Word = std::atomic<std::uint64_t>;
+static_assert(Word::is_always_lock_free && sizeof(Word) == 8);
+
+// Immutable once `magic` is set.
+struct alignas(kLinePair) FileHeader {
+  std::atomic<std::uint64_t> magic;  // written last (release) at creation
+  std::uint32_t version;
+  std::uint32_t header_size;
+  std::uint32_t block_size;
+  std::uint32_t block_count;
+  std::uint32_t row_count;     // rows per block
+  std::int32_t pid;
+  std::uint64_t start_time;    // /proc/<pid>/stat field 22: tells a reused pid apart
+  std::uint64_t created_ns;    // CLOCK_REALTIME
+  double ns_per_cycle;         // converts max_poll_gap_cycles; 0 when the TSC rate is unknown
+  char program[64];            // NUL-terminated
+};
+
+struct Row {
+  Word position;       // next sequence the subscriber expects (its credit)
+  Word lag;            // ticks published that it has not consumed
+  Word back_pressure;  // times its full ring held the publisher back
+  Word slot;
+  Word pid;            // shm: its process (int, sign-extended); rdma: 0
+  Word policy;         // SlowConsumerPolicy
+  Word state[3];       // "active", "requested", ... (24 bytes, NUL-padded)
+  Word peer[7];        // rdma: address (56 bytes, NUL-padded)
+};
+static_assert(sizeof(Row) == kLinePair);
+
+struct alignas(kLinePair) Block {
+  // Identity (registration; seqlock `identity_seq`, odd while written).
+  Word identity_seq;
+  std::atomic<std::uint32_t> in_use;  // 1 while registered
+  std::atomic<std::uint32_t> state;   // EndpointState: any thread may store it (relaxed)
+  Word kind;                          // BlockKind
+  Word transport;                     // TransportKind
+  Word registered_ns;                 // CLOCK_REALTIME
+  Word label[kNameWords];             // channel (and peer address for RDMA)
+
+  // Hot counters: the publishing or polling thread only.
+  alignas(kLinePair) Word counters[kCounters];
+
+  // Slow part: the stats thread only (seqlock `rows_seq`).
+  alignas(kLinePair) Word rows_seq;
+  Word row_count;
+  Word refreshed_ns;  // CLOCK_REALTIME of the last refresh
+  alignas(kLinePair) Row rows[kMaxRows];
+};
+
+static_assert(sizeof(FileHeader) == kLinePair);
+static_assert(offsetof(Block, counters) == kLinePair);
+static_assert(offsetof(Block, rows_seq) == 2 * kLinePair);
+static_assert(offsetof(Block, rows) == 3 * kLinePair);
+static_assert(sizeof(Block) == (3 + kMaxRows) * kLinePair);
+static_assert(sizeof(Block) % kLinePair == 0);
+
+inline constexpr std::size_t kFileSize = sizeof(FileHeader) + kMaxBlocks * sizeof(Block);
+
+// ---- writer side (the library's Publisher and Subscriber use this) -------------------------
+
+// Cycle counter for the poll-gap measurement: RDTSC without fences (the order of the read
+// relative to the poll does not matter for an interval of this size).
+[[nodiscard]] inline std::uint64_t cycles() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc();
+#else
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+#endif
+}
+
+inline void put(Block& b, PubCounter c, std::uint64_t v) noexcept {
+  b.counters[static_cast<std::uint32_t>(c)].store(v, std::memory_order_relaxed);
+}
+inline void put(Block& b, SubCounter c, std::uint64_t v) noexcept {
+  b.counters[static_cast<std::uint32_t>(c)].store(v, std::memory_order_relaxed);
+}
+
+// A publisher's per-subscriber row, as its transport reports it (control plane).
+struct RowValues {
+  std::uint32_t slot = 0;
+  int pid = 0;
+  std::string peer;
+  SlowConsumerPolicy policy{};
+  std::string state;
+  std::uint64_t position = 0;
+  std::uint64_t lag = 0;
+  std::uint64_t back_pressure = 0;
+};
+// Called on the stats thread; must be safe to call concurrently with the data path.
+using RowSource = std::function<std::vector<RowValues>()>;
+
+// Ownership of one block. Move-only; destroying it releases the block (and the file with the
+// last block). Once reset() returns, the stats thread no longer calls the block's RowSource.
+class Registration {
+ public:
+  Registration() noexcept = default;
+  ~Registration() { reset(); }
+  Registration(Registration&& o) noexcept : block_(o.block_), epoch_(o.epoch_) {
+    o.block_ = nullptr;
+  }
+  Registration& operator=(Registration&& o) noexcept {
+    if (this != &o) {
+      reset();
+      block_ = o.block_;
+      epoch_ = o.epoch_;
+      o.block_ = nullptr;
+    }
+    return *this;
+  }
+  Registration(const Registration&) = delete;
+  Registration& operator=(const Registration&) = delete;
+
+  [[nodiscard]] Block* block() const noexcept { return block_; }
+  explicit operator bool() const noexcept { return block_ != nullptr; }
+  // Any thread; the pointee changes, not the registration.
+  void set_state(EndpointState s) const noexcept {
+    if (block_ != nullptr) {
+      block_->state.store(static_cast<std::uint32_t>(s), std::memory_order_relaxed);
+    }
+  }
+  void reset() noexcept;
+
+ private:
+  friend Registration register_endpoint(BlockKind, TransportKind, std::string_view, RowSource);
+  Registration(Block* b, std::uint64_t epoch) noexcept : block_(b), epoch_(epoch) {}
+  Block* block_ = nullptr;
+  std::uint64_t epoch_ = 0;  // the registry's epoch: a forked child does not release our blocks
+};
+
+// Claims a block in this process's file, creating the file first if needed. Returns an empty
+// Registration (counters off) when TICKRAIL_STATS=0, when every block is taken, or when the file
+// cannot be created (logged once, with the path and errno): counters never stop an app.
+// A publisher passes its RowSource; this starts the process's stats thread. Never throws.
+[[nodiscard]] Registration register_endpoint(BlockKind kind, TransportKind transport,
+                                             std::string_view label, RowSource rows = {});
+
+// Whether TICKRAIL_STATS allows counters (unset, or anything but "0", "off", "false", "no").
+[[nodiscard]] bool enabled_by_environment() noexcept;
+// $TICKRAIL_STAT_DIR, or /dev/shm.
+[[nodiscard]] std::string stat_dir();
+// <dir>/tickrail-stat.<pid>
+[[nodiscard]] std::string stat_path(const std::string& dir, int pid);
+// The path of this process's file while it exists (empty otherwise).
+[[nodiscard]] std::string current_stat_path();
+// How often the stats thread refreshes publisher rows.
+inline constexpr std::uint32_t kRefreshPeriodMs = 100;
+
+// The polling side of a Subscriber: its block, and the interval between polls. One thread.
+class PollProbe {
+ public:
+  PollProbe() noexcept = default;
+  explicit PollProbe(Registration r) noexcept : reg_(std::move(r)) {}
+
+  [[nodiscard]] bool on() const noexcept { return reg_.block() != nullptr; }
+  [[nodiscard]] Registration& registration() noexcept { return reg_; }
+  [[nodiscard]] const Registration& registration() const noexcept { return reg_; }
+
+  // At the start of every poll: one RDTSC, one compare; a store only when the maximum grows.
+  void note_poll() noexcept {
+    const std::uint64_t now = cycles();
+    const std::uint64_t prev = last_;
+    last_ = now;
+    if (now - prev > max_gap_) [[unlikely]] grow(now - prev, prev);
+  }
+  // After a ring poll that delivered ticks: what the reader counted.
+  void note_ring(const RingReader& r) noexcept {
+    Block& b = *reg_.block();
+    put(b, SubCounter::received, r.received());
+    put(b, SubCounter::lost, r.lost());
+    put(b, SubCounter::laps, r.laps());
+    put(b, SubCounter::position, r.next_seq());
+  }
+  [[nodiscard]] std::uint64_t max_gap_cycles() const noexcept { return max_gap_; }
+
+ private:
+  void grow(std::uint64_t gap, std::uint64_t prev) noexcept {
+    if (prev == 0) return;  // first poll: no interval yet
+    max_gap_ = gap;
+    put(*reg_.block(), SubCounter::max_poll_gap_cycles, gap);
+  }
+
+  Registration reg_;
+  std::uint64_t last_ = 0;
+  std::uint64_t max_gap_ = 0;
+};
+
+// ---- reader side (tickrail-stat, tests) ---------------------------------------------------
+
+// /proc/<pid>/stat field 22 (start time in clock ticks since boot) under `proc_root` ("/" on a
+// real host); nullopt when the process does not exist or the file does not parse.
+[[nodiscard]] std::optional<std::uint64_t> process_start_time(int pid,
+                                                              const std::string& root = "/");
+
+struct RowSnapshot {
+  std::uint32_t slot = 0;
+  int pid = 0;
+  std::string peer;
+  std::string policy;
+  std::string state;
+  std::uint64_t position = 0;
+  std::uint64_t lag = 0;
+  std::uint64_t back_pressure = 0;
+};
+
+struct BlockSnapshot {
+  std::uint32_t index = 0;
+  BlockKind kind = BlockKind::free;
+  std::string transport;
+  std::string label;
+  EndpointState state = EndpointState::open;
+  std::uint64_t registered_ns = 0;
+  std::array<std::uint64_t, kCounters> counters{};
+  std::vector<RowSnapshot> rows;   // publishers
+  bool rows_consistent = true;     // false: the stats thread kept rewriting them while we read
+  std::uint64_t refreshed_ns = 0;
+
+  [[nodiscard]] std::uint64_t get(PubCounter c) const noexcept {
+    return counters[static_cast<std::uint32_t>(c)];
+  }
+  [[nodiscard]] std::uint64_t get(SubCounter c) const noexcept {
+    return counters[static_cast<std::uint32_t>(c)];
+  }
+};
+
+enum class ProcessStatus : std::uint8_t {
+  alive,
+  dead,         // pid gone, or reused by another process: the file is stale
+  starting,     // the file is being created (no magic yet) by a live process
+  incompatible, // bad magic, another version, truncated: not read
+};
+[[nodiscard]] const char* to_string(ProcessStatus s) noexcept;
+
+struct ProcessSnapshot {
+  std::string path;
+  int pid = 0;
+  ProcessStatus status = ProcessStatus::incompatible;
+  std::string note;            // why dead or incompatible
+  std::string program;
+  std::uint64_t start_time = 0;
+  std::uint64_t created_ns = 0;
+  double ns_per_cycle = 0;
+  std::vector<BlockSnapshot> blocks;  // blocks in use (alive or dead: a dead one's last values)
+  bool removed = false;               // the reader removed the stale file
+
+  // max_poll_gap in ns (cycles when the TSC rate is unknown).
+  [[nodiscard]] double cycles_to_ns(std::uint64_t c) const noexcept {
+    return ns_per_cycle > 0 ? static_cast<double>(c) * ns_per_cycle : static_cast<double>(c);
+  }
+};
+
+// Reads one stat file. A file that is bad is reported, not thrown; an unreadable path throws
+// Error naming it. `proc_root` is where /proc is looked up (tests).
+[[nodiscard]] ProcessSnapshot read_stat_file(const std::string& path,
+                                             const std::string& proc_root = "/");
+
+struct ScanOptions {
+  std::string dir = stat_dir();
+  bool remove_dead = true;  // unlink the files of dead processes (after reading them)
+  std::string proc_root = "/";
+};
+// Every tickrail-stat.<pid> file of `dir`, sorted by pid. Throws Error when dir is unreadable.
+[[nodiscard]] std::vector<ProcessSnapshot> scan(const ScanOptions& options = {});
+
+// Renderings for tickrail-stat. `before` (optional) is an earlier scan `seconds` ago, for rates.
+// JSON: an array of processes, each with its blocks, counters by name, rows and status.
+[[nodiscard]] std::string format_json(std::span<const ProcessSnapshot> ps, int indent = 2);
+[[nodiscard]] std::string format_text(std::span<const ProcessSnapshot> now,
+                                      std::span<const ProcessSnapshot> before = {},
+                                      double seconds = 0);
+
+}  // namespace tickrail::stats

@@ -1,0 +1,420 @@
+// Writer side of the counters file: the process-wide registry of blocks, the file's lifetime and
+// the stats thread that refreshes publishers' per-subscriber rows. Control plane only; the hot
+// path writes counters through the inline helpers of stats.hpp.
+#include "tickrail/stats.hpp"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <stop_token>
+#include <thread>
+
+#include "tickrail/affinity.hpp"
+#include "tickrail/clock.hpp"
+#include "tickrail/log.hpp"
+#include "core/stats_words.hpp"
+
+namespace tickrail::stats {
+
+namespace {
+
+constexpr std::array<const char*, static_cast<std::size_t>(PubCounter::count_)> kPubNames{
+    "published", "back_pressured", "unheard", "evictions", "reclaimed", "completion_errors"};
+constexpr std::array<const char*, static_cast<std::size_t>(SubCounter::count_)> kSubNames{
+    "received",  "lost",      "laps",      "position",          "gaps",
+    "recovered", "foreign",   "malformed", "completion_errors", "max_poll_gap_cycles"};
+
+std::uint64_t realtime_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+// ns per cycles() unit. The library's clock already knows it when it runs on the TSC; otherwise
+// (TSC not reported invariant) measure it briefly, since the poll gap is read with RDTSC anyway.
+double measure_ns_per_cycle() {
+#if defined(__x86_64__) || defined(__i386__)
+  const Clock& clk = Clock::instance();
+  if (clk.using_tsc()) return clk.ns_per_tick();
+  const std::uint64_t t0 = detail::monotonic_raw_ns();
+  const std::uint64_t c0 = cycles();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::uint64_t t1 = detail::monotonic_raw_ns();
+  const std::uint64_t c1 = cycles();
+  if (c1 <= c0) return 0;
+  return static_cast<double>(t1 - t0) / static_cast<double>(c1 - c0);
+#else
+  return 1.0;  // cycles() is CLOCK_MONOTONIC_RAW in ns
+#endif
+}
+
+// The stats thread wakes every 100 ms: keep it off the isolated cores that hot threads use.
+void move_to_housekeeping_cpus() noexcept {
+  try {
+    const std::vector<int> online = online_cpus("/");
+    const std::vector<int> isolated = isolated_cpus("/");
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int n = 0;
+    for (int c : online) {
+      if (!std::binary_search(isolated.begin(), isolated.end(), c) && c < CPU_SETSIZE) {
+        CPU_SET(c, &set);
+        ++n;
+      }
+    }
+    if (n > 0) (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  } catch (...) {
+    // Unreadable sysfs: the thread keeps the affinity it inherited.
+  }
+}
+
+class Registry {
+ public:
+  static Registry& instance() {
+    // Leaked on purpose: endpoints destroyed during static destruction still find it.
+    static Registry* r = new Registry;
+    return *r;
+  }
+
+  struct Claimed {
+    Block* block = nullptr;
+    std::uint64_t epoch = 0;
+  };
+
+  Claimed claim(BlockKind kind, TransportKind transport, std::string_view label, RowSource rows) {
+    std::unique_lock lk(mu_);
+    if (pid_ != ::getpid()) forget_parent_locked();
+    if (base_ == nullptr && !open_file_locked()) return {};
+    std::uint32_t i = 0;
+    while (i < kMaxBlocks && used_[i]) ++i;
+    if (i == kMaxBlocks) {
+      if (!warned_full_) {
+        warned_full_ = true;
+        logger()->warn("stats: all {} counter blocks of {} are taken; further publishers and "
+                       "subscribers of this process have no live counters",
+                       kMaxBlocks, path_);
+      }
+      return {};
+    }
+    used_[i] = true;
+    ++n_used_;
+    Block& b = block(i);
+    const std::uint64_t seq = b.identity_seq.load(std::memory_order_relaxed);
+    b.identity_seq.store(seq + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    b.kind.store(static_cast<std::uint64_t>(kind), std::memory_order_relaxed);
+    b.transport.store(static_cast<std::uint64_t>(transport), std::memory_order_relaxed);
+    b.registered_ns.store(realtime_ns(), std::memory_order_relaxed);
+    store_name(b.label, kNameWords, label);
+    for (Word& c : b.counters) c.store(0, std::memory_order_relaxed);
+    b.row_count.store(0, std::memory_order_relaxed);
+    b.refreshed_ns.store(0, std::memory_order_relaxed);
+    b.state.store(static_cast<std::uint32_t>(kind == BlockKind::publisher
+                                                 ? EndpointState::open
+                                                 : EndpointState::connecting),
+                  std::memory_order_relaxed);
+    b.identity_seq.store(seq + 2, std::memory_order_release);
+    b.in_use.store(1, std::memory_order_release);
+
+    sources_[i] = std::move(rows);
+    if (sources_[i] && thread_ == nullptr) {
+      thread_ = new std::jthread([this](std::stop_token st) { run(st); });
+    }
+    return {&b, epoch_};
+  }
+
+  void release(Block* b, std::uint64_t epoch) noexcept {
+    std::jthread* stop = nullptr;
+    {
+      std::lock_guard lk(mu_);
+      if (epoch != epoch_ || base_ == nullptr) return;  // a block of our parent process
+      const auto i = static_cast<std::uint32_t>(b - &block(0));
+      if (i >= kMaxBlocks || !used_[i]) return;
+      b->in_use.store(0, std::memory_order_release);
+      used_[i] = false;
+      sources_[i] = nullptr;
+      --n_used_;
+      if (std::none_of(sources_.begin(), sources_.end(), [](const RowSource& s) { return bool(s); })) {
+        stop = thread_;
+        thread_ = nullptr;
+      }
+      if (n_used_ == 0) close_file_locked();
+    }
+    if (stop != nullptr) {
+      stop->request_stop();
+      cv_.notify_all();
+      delete stop;  // joins
+    }
+  }
+
+  std::string path() {
+    std::lock_guard lk(mu_);
+    return base_ != nullptr && pid_ == ::getpid() ? path_ : std::string();
+  }
+
+ private:
+  Registry() {
+    pid_ = ::getpid();
+    pthread_atfork([] { instance().mu_.lock(); }, [] { instance().mu_.unlock(); },
+                   [] {
+                     Registry& r = instance();
+                     ++r.epoch_;  // inherited Registrations must not release the parent's blocks
+                     r.mu_.unlock();
+                   });
+  }
+
+  Block& block(std::uint32_t i) const noexcept {
+    return reinterpret_cast<Block*>(static_cast<char*>(base_) + sizeof(FileHeader))[i];
+  }
+
+  // In a forked child: the file, blocks and thread are the parent's. Leave the mapping alone
+  // (inherited endpoints may still write to it) and never join a thread the child does not have.
+  void forget_parent_locked() noexcept {
+    base_ = nullptr;
+    path_.clear();
+    used_.fill(false);
+    for (RowSource& s : sources_) s = nullptr;
+    n_used_ = 0;
+    thread_ = nullptr;  // leaked: it belongs to the parent
+    pid_ = ::getpid();
+  }
+
+  bool open_file_locked() {
+    const std::string dir = stat_dir();
+    const std::string path = stat_path(dir, ::getpid());
+    const auto fail = [&](const char* what) {
+      const int e = errno;
+      if (!warned_open_) {
+        warned_open_ = true;
+        logger()->warn("stats: {} {}: {}; this process runs without live counters "
+                       "(set TICKRAIL_STAT_DIR to a writable directory, or TICKRAIL_STATS=0)",
+                       what, path, std::strerror(e));
+      }
+      return false;
+    };
+    // A file with our pid can only be a dead process's leftover.
+    (void)::unlink(path.c_str());
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return fail("create");
+    if (::ftruncate(fd, static_cast<off_t>(kFileSize)) != 0) {
+      const bool r = fail("size");
+      ::close(fd);
+      ::unlink(path.c_str());
+      return r;
+    }
+    void* p = ::mmap(nullptr, kFileSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      const bool r = fail("map");
+      ::close(fd);
+      ::unlink(path.c_str());
+      return r;
+    }
+    ::close(fd);
+    auto* h = static_cast<FileHeader*>(p);
+    h->version = kVersion;
+    h->header_size = sizeof(FileHeader);
+    h->block_size = sizeof(Block);
+    h->block_count = kMaxBlocks;
+    h->row_count = kMaxRows;
+    h->pid = ::getpid();
+    h->start_time = process_start_time(::getpid()).value_or(0);
+    h->created_ns = realtime_ns();
+    h->ns_per_cycle = measure_ns_per_cycle();
+    std::strncpy(h->program, program_invocation_short_name, sizeof h->program - 1);
+    h->magic.store(kMagic, std::memory_order_release);
+    base_ = p;
+    path_ = path;
+    return true;
+  }
+
+  void close_file_locked() noexcept {
+    ::munmap(base_, kFileSize);
+    ::unlink(path_.c_str());
+    base_ = nullptr;
+    path_.clear();
+  }
+
+  void run(std::stop_token st) {
+    move_to_housekeeping_cpus();
+    std::unique_lock lk(mu_);
+    while (!st.stop_requested()) {
+      cv_.wait_for(lk, st, std::chrono::milliseconds(kRefreshPeriodMs), [] { return false; });
+      if (st.stop_requested()) break;
+      refresh_locked();
+    }
+  }
+
+  void refresh_locked() noexcept {
+    for (std::uint32_t i = 0; i < kMaxBlocks; ++i) {
+      if (!used_[i] || !sources_[i]) continue;
+      std::vector<RowValues> rows;
+      try {
+        rows = sources_[i]();
+      } catch (const std::exception& e) {
+        if (!warned_rows_) {
+          warned_rows_ = true;
+          logger()->warn("stats: reading subscriber rows failed: {}", e.what());
+        }
+        continue;
+      }
+      write_rows(block(i), rows);
+    }
+  }
+
+  static void write_rows(Block& b, const std::vector<RowValues>& rows) noexcept {
+    const std::uint64_t seq = b.rows_seq.load(std::memory_order_relaxed);
+    b.rows_seq.store(seq + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(rows.size(), kMaxRows));
+    for (std::uint32_t r = 0; r < n; ++r) {
+      const RowValues& v = rows[r];
+      Row& out = b.rows[r];
+      out.position.store(v.position, std::memory_order_relaxed);
+      out.lag.store(v.lag, std::memory_order_relaxed);
+      out.back_pressure.store(v.back_pressure, std::memory_order_relaxed);
+      out.slot.store(v.slot, std::memory_order_relaxed);
+      out.pid.store(static_cast<std::uint64_t>(static_cast<std::int64_t>(v.pid)),
+                    std::memory_order_relaxed);
+      out.policy.store(static_cast<std::uint64_t>(v.policy), std::memory_order_relaxed);
+      store_name(out.state, std::size(out.state), v.state);
+      store_name(out.peer, std::size(out.peer), v.peer);
+    }
+    b.row_count.store(n, std::memory_order_relaxed);
+    b.refreshed_ns.store(realtime_ns(), std::memory_order_relaxed);
+    b.rows_seq.store(seq + 2, std::memory_order_release);
+  }
+
+  std::mutex mu_;
+  std::condition_variable_any cv_;
+  int pid_ = 0;
+  void* base_ = nullptr;
+  std::string path_;
+  std::array<bool, kMaxBlocks> used_{};
+  std::array<RowSource, kMaxBlocks> sources_{};
+  std::uint32_t n_used_ = 0;
+  std::jthread* thread_ = nullptr;  // a pointer: a forked child must be able to drop it unjoined
+  std::uint64_t epoch_ = 1;
+  bool warned_open_ = false;
+  bool warned_full_ = false;
+  bool warned_rows_ = false;
+};
+
+}  // namespace
+
+const char* counter_name(BlockKind kind, std::uint32_t index) noexcept {
+  if (kind == BlockKind::publisher && index < kPubNames.size()) return kPubNames[index];
+  if (kind == BlockKind::subscriber && index < kSubNames.size()) return kSubNames[index];
+  return nullptr;
+}
+
+std::uint32_t counter_count(BlockKind kind) noexcept {
+  switch (kind) {
+    case BlockKind::publisher: return static_cast<std::uint32_t>(PubCounter::count_);
+    case BlockKind::subscriber: return static_cast<std::uint32_t>(SubCounter::count_);
+    case BlockKind::free: break;
+  }
+  return 0;
+}
+
+const char* to_string(BlockKind k) noexcept {
+  switch (k) {
+    case BlockKind::free: return "free";
+    case BlockKind::publisher: return "publisher";
+    case BlockKind::subscriber: return "subscriber";
+  }
+  return "unknown";
+}
+
+const char* to_string(EndpointState s) noexcept {
+  switch (s) {
+    case EndpointState::open: return "open";
+    case EndpointState::connecting: return "connecting";
+    case EndpointState::active: return "active";
+    case EndpointState::evicted: return "evicted";
+    case EndpointState::publisher_gone: return "publisher gone";
+    case EndpointState::closed: return "closed";
+  }
+  return "unknown";
+}
+
+void Registration::reset() noexcept {
+  if (block_ == nullptr) return;
+  Registry::instance().release(block_, epoch_);
+  block_ = nullptr;
+}
+
+Registration register_endpoint(BlockKind kind, TransportKind transport, std::string_view label,
+                               RowSource rows) {
+  if (!enabled_by_environment()) return {};
+  try {
+    const auto c = Registry::instance().claim(kind, transport, label, std::move(rows));
+    if (c.block == nullptr) return {};
+    return Registration(c.block, c.epoch);
+  } catch (const std::exception& e) {
+    logger()->warn("stats: no live counters for '{}': {}", label, e.what());
+    return {};
+  }
+}
+
+bool enabled_by_environment() noexcept {
+  const char* v = std::getenv("TICKRAIL_STATS");
+  if (v == nullptr) return true;
+  const std::string_view s(v);
+  return !(s == "0" || s == "off" || s == "false" || s == "no");
+}
+
+std::string stat_dir() {
+  const char* v = std::getenv("TICKRAIL_STAT_DIR");
+  return v != nullptr && *v != '\0' ? std::string(v) : std::string("/dev/shm");
+}
+
+std::string stat_path(const std::string& dir, int pid) {
+  std::string p = dir;
+  if (p.empty() || p.back() != '/') p += '/';
+  return p + "tickrail-stat." + std::to_string(pid);
+}
+
+std::string current_stat_path() { return Registry::instance().path(); }
+
+std::optional<std::uint64_t> process_start_time(int pid, const std::string& root) {
+  if (pid <= 0) return std::nullopt;
+  std::string path = root.empty() ? std::string("/") : root;
+  if (path.back() != '/') path += '/';
+  path += "proc/" + std::to_string(pid) + "/stat";
+  std::ifstream in(path);
+  std::string text;
+  if (!in || !std::getline(in, text)) return std::nullopt;
+  // The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
+  const std::size_t close = text.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::size_t pos = close + 1;
+  for (int field = 3; field <= 22; ++field) {
+    while (pos < text.size() && text[pos] == ' ') ++pos;
+    const std::size_t end = std::min(text.find(' ', pos), text.size());
+    if (pos >= end) return std::nullopt;
+    if (field == 22) {
+      std::uint64_t v = 0;
+      for (std::size_t k = pos; k < end; ++k) {
+        if (text[k] < '0' || text[k] > '9') return std::nullopt;
+        v = v * 10 + static_cast<std::uint64_t>(text[k] - '0');
+      }
+      return v;
+    }
+    pos = end;
+  }
+  return std::nullopt;
+}
+
+}  // namespace tickrail::stats

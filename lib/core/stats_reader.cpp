@@ -1,0 +1,447 @@
+// Reader side of the counters file: enumerate the files of a directory, snapshot each one, tell
+// dead processes apart, and render the snapshots for tickrail-stat. Control plane.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <sstream>
+
+#include "core/stats_words.hpp"
+#include "tickrail/error.hpp"
+#include "tickrail/stats.hpp"
+
+namespace tickrail::stats {
+
+namespace {
+
+constexpr std::string_view kPrefix = "tickrail-stat.";
+constexpr int kSeqlockTries = 1000;
+
+// The pid in a file name "tickrail-stat.<pid>", or 0.
+int pid_from_name(std::string_view name) {
+  const std::size_t slash = name.rfind('/');
+  if (slash != std::string_view::npos) name.remove_prefix(slash + 1);
+  if (name.substr(0, kPrefix.size()) != kPrefix) return 0;
+  name.remove_prefix(kPrefix.size());
+  int pid = 0;
+  const auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
+  return ec == std::errc() && p == name.data() + name.size() && pid > 0 ? pid : 0;
+}
+
+const char* transport_name(std::uint64_t t) {
+  switch (t) {
+    case static_cast<std::uint64_t>(TransportKind::shm): return "shm";
+    case static_cast<std::uint64_t>(TransportKind::rc): return "rc";
+    case static_cast<std::uint64_t>(TransportKind::ud): return "ud";
+    default: return "unknown";
+  }
+}
+
+const char* policy_name(std::uint64_t p) {
+  return p <= static_cast<std::uint64_t>(SlowConsumerPolicy::disconnect)
+             ? to_string(static_cast<SlowConsumerPolicy>(p))
+             : "unknown";
+}
+
+class Mapping {
+ public:
+  Mapping(void* p, std::size_t n) noexcept : p_(p), n_(n) {}
+  ~Mapping() {
+    if (p_ != nullptr) ::munmap(p_, n_);
+  }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  [[nodiscard]] const char* data() const noexcept { return static_cast<const char*>(p_); }
+
+ private:
+  void* p_;
+  std::size_t n_;
+};
+
+bool read_identity(const Block& b, BlockSnapshot& out) {
+  for (int t = 0; t < kSeqlockTries; ++t) {
+    const std::uint64_t s1 = b.identity_seq.load(std::memory_order_acquire);
+    if (s1 & 1U) continue;
+    const std::uint64_t kind = b.kind.load(std::memory_order_relaxed);
+    const std::uint64_t transport = b.transport.load(std::memory_order_relaxed);
+    const std::uint64_t reg = b.registered_ns.load(std::memory_order_relaxed);
+    std::string label = load_name(b.label, kNameWords);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (b.identity_seq.load(std::memory_order_relaxed) != s1) continue;
+    if (kind != static_cast<std::uint64_t>(BlockKind::publisher) &&
+        kind != static_cast<std::uint64_t>(BlockKind::subscriber)) {
+      return false;
+    }
+    out.kind = static_cast<BlockKind>(kind);
+    out.transport = transport_name(transport);
+    out.registered_ns = reg;
+    out.label = std::move(label);
+    return true;
+  }
+  return false;
+}
+
+void read_rows(const Block& b, BlockSnapshot& out) {
+  out.rows_consistent = false;
+  for (int t = 0; t < kSeqlockTries; ++t) {
+    const std::uint64_t s1 = b.rows_seq.load(std::memory_order_acquire);
+    if (s1 & 1U) continue;
+    const auto n = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(b.row_count.load(std::memory_order_relaxed), kMaxRows));
+    std::vector<RowSnapshot> rows(n);
+    for (std::uint32_t r = 0; r < n; ++r) {
+      const Row& in = b.rows[r];
+      RowSnapshot& o = rows[r];
+      o.position = in.position.load(std::memory_order_relaxed);
+      o.lag = in.lag.load(std::memory_order_relaxed);
+      o.back_pressure = in.back_pressure.load(std::memory_order_relaxed);
+      o.slot = static_cast<std::uint32_t>(in.slot.load(std::memory_order_relaxed));
+      o.pid = static_cast<int>(static_cast<std::int64_t>(in.pid.load(std::memory_order_relaxed)));
+      o.policy = policy_name(in.policy.load(std::memory_order_relaxed));
+      o.state = load_name(in.state, std::size(in.state));
+      o.peer = load_name(in.peer, std::size(in.peer));
+    }
+    const std::uint64_t refreshed = b.refreshed_ns.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (b.rows_seq.load(std::memory_order_relaxed) != s1) continue;
+    out.rows = std::move(rows);
+    out.refreshed_ns = refreshed;
+    out.rows_consistent = true;
+    return;
+  }
+}
+
+struct FileIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
+ProcessSnapshot read_impl(const std::string& path, const std::string& proc_root, FileIdentity& id) {
+  ProcessSnapshot p;
+  p.path = path;
+  p.pid = pid_from_name(path);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw_errno(errno, "open stat file " + path);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw_errno(e, "stat " + path);
+  }
+  id = {st.st_dev, st.st_ino};
+  const auto size = static_cast<std::size_t>(st.st_size);
+
+  const auto liveness_by_pid = [&](const char* note) {
+    const bool alive = p.pid > 0 && process_start_time(p.pid, proc_root).has_value();
+    p.status = alive ? ProcessStatus::incompatible : ProcessStatus::dead;
+    p.note = alive ? note : "process " + std::to_string(p.pid) + " is gone";
+  };
+  if (size < sizeof(FileHeader)) {
+    ::close(fd);
+    liveness_by_pid("truncated: shorter than its header");
+    if (size == 0 && p.status == ProcessStatus::incompatible) {
+      p.status = ProcessStatus::starting;  // created, not yet sized
+      p.note.clear();
+    }
+    return p;
+  }
+  void* m = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  const int map_err = errno;
+  ::close(fd);
+  if (m == MAP_FAILED) throw_errno(map_err, "map stat file " + path);
+  const Mapping map(m, size);
+  const auto& h = *reinterpret_cast<const FileHeader*>(map.data());
+
+  const std::uint64_t magic = h.magic.load(std::memory_order_acquire);
+  if (magic == 0) {
+    liveness_by_pid("");
+    if (p.status == ProcessStatus::incompatible) p.status = ProcessStatus::starting;
+    return p;
+  }
+  if (magic != kMagic) {
+    // Not a tickrail counters file: never remove it.
+    p.status = ProcessStatus::incompatible;
+    p.note = "bad magic: not a tickrail counters file";
+    return p;
+  }
+  if (p.pid == 0) p.pid = h.pid;
+  p.program = std::string(h.program, strnlen(h.program, sizeof h.program));
+  p.start_time = h.start_time;
+  p.created_ns = h.created_ns;
+  p.ns_per_cycle = h.ns_per_cycle;
+
+  const std::optional<std::uint64_t> now_start = process_start_time(p.pid, proc_root);
+  if (!now_start) {
+    p.status = ProcessStatus::dead;
+    p.note = "process " + std::to_string(p.pid) + " is gone";
+  } else if (h.start_time != 0 && *now_start != h.start_time) {
+    p.status = ProcessStatus::dead;
+    p.note = "pid " + std::to_string(p.pid) + " now belongs to another process (start time " +
+             std::to_string(*now_start) + ", file says " + std::to_string(h.start_time) + ")";
+  } else {
+    p.status = ProcessStatus::alive;
+  }
+  if (h.version != kVersion || h.header_size != sizeof(FileHeader) ||
+      h.block_size != sizeof(Block) || h.row_count != kMaxRows || h.block_count == 0 ||
+      h.block_count > kMaxBlocks || size < sizeof(FileHeader) + h.block_count * sizeof(Block)) {
+    if (p.status == ProcessStatus::alive) {
+      p.status = ProcessStatus::incompatible;
+      p.note = "layout version " + std::to_string(h.version) + " (this reader knows " +
+               std::to_string(kVersion) + "), " + std::to_string(size) + " bytes";
+    }
+    return p;
+  }
+  const auto* blocks = reinterpret_cast<const Block*>(map.data() + sizeof(FileHeader));
+  for (std::uint32_t i = 0; i < h.block_count; ++i) {
+    const Block& b = blocks[i];
+    if (b.in_use.load(std::memory_order_acquire) != 1) continue;
+    BlockSnapshot s;
+    s.index = i;
+    if (!read_identity(b, s)) continue;
+    const std::uint32_t st_raw = b.state.load(std::memory_order_relaxed);
+    s.state = st_raw <= static_cast<std::uint32_t>(EndpointState::closed)
+                  ? static_cast<EndpointState>(st_raw)
+                  : EndpointState::closed;
+    for (std::uint32_t c = 0; c < kCounters; ++c) {
+      s.counters[c] = b.counters[c].load(std::memory_order_relaxed);
+    }
+    if (s.kind == BlockKind::publisher) read_rows(b, s);
+    // Re-check that the block was not released and reused while we read it.
+    if (b.in_use.load(std::memory_order_acquire) != 1) continue;
+    p.blocks.push_back(std::move(s));
+  }
+  return p;
+}
+
+std::string human_ns(double ns) {
+  char buf[32];
+  if (ns < 1e3) {
+    std::snprintf(buf, sizeof buf, "%.0f ns", ns);
+  } else if (ns < 1e6) {
+    std::snprintf(buf, sizeof buf, "%.1f us", ns / 1e3);
+  } else if (ns < 1e9) {
+    std::snprintf(buf, sizeof buf, "%.1f ms", ns / 1e6);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f s", ns / 1e9);
+  }
+  return buf;
+}
+
+std::string human_rate(double per_s) {
+  char buf[32];
+  if (per_s >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%.2fM/s", per_s / 1e6);
+  } else if (per_s >= 1e3) {
+    std::snprintf(buf, sizeof buf, "%.1fk/s", per_s / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f/s", per_s);
+  }
+  return buf;
+}
+
+const BlockSnapshot* find_block(std::span<const ProcessSnapshot> ps, int pid,
+                                std::uint64_t start_time, const BlockSnapshot& b) {
+  for (const ProcessSnapshot& p : ps) {
+    if (p.pid != pid || p.start_time != start_time) continue;
+    for (const BlockSnapshot& o : p.blocks) {
+      if (o.index == b.index && o.registered_ns == b.registered_ns) return &o;
+    }
+  }
+  return nullptr;
+}
+
+nlohmann::json block_json(const ProcessSnapshot& p, const BlockSnapshot& b) {
+  nlohmann::json j;
+  j["kind"] = to_string(b.kind);
+  j["transport"] = b.transport;
+  j["channel"] = b.label;
+  j["state"] = to_string(b.state);
+  j["registered_ns"] = b.registered_ns;
+  nlohmann::json c = nlohmann::json::object();
+  for (std::uint32_t i = 0; i < counter_count(b.kind); ++i) c[counter_name(b.kind, i)] = b.counters[i];
+  if (b.kind == BlockKind::subscriber) {
+    c["max_poll_gap_ns"] = p.ns_per_cycle > 0
+                               ? nlohmann::json(p.cycles_to_ns(b.get(SubCounter::max_poll_gap_cycles)))
+                               : nlohmann::json(nullptr);
+  }
+  j["counters"] = std::move(c);
+  if (b.kind == BlockKind::publisher) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const RowSnapshot& r : b.rows) {
+      rows.push_back({{"slot", r.slot}, {"pid", r.pid}, {"peer", r.peer}, {"policy", r.policy},
+                      {"state", r.state}, {"position", r.position}, {"lag", r.lag},
+                      {"back_pressure", r.back_pressure}});
+    }
+    j["subscribers"] = std::move(rows);
+    j["subscribers_consistent"] = b.rows_consistent;
+    j["refreshed_ns"] = b.refreshed_ns;
+  }
+  return j;
+}
+
+}  // namespace
+
+const char* to_string(ProcessStatus s) noexcept {
+  switch (s) {
+    case ProcessStatus::alive: return "alive";
+    case ProcessStatus::dead: return "dead";
+    case ProcessStatus::starting: return "starting";
+    case ProcessStatus::incompatible: return "incompatible";
+  }
+  return "unknown";
+}
+
+ProcessSnapshot read_stat_file(const std::string& path, const std::string& proc_root) {
+  FileIdentity id;
+  return read_impl(path, proc_root, id);
+}
+
+std::vector<ProcessSnapshot> scan(const ScanOptions& o) {
+  DIR* d = ::opendir(o.dir.c_str());
+  if (d == nullptr) throw_errno(errno, "open stat directory " + o.dir);
+  std::vector<std::string> names;
+  errno = 0;
+  while (const dirent* e = ::readdir(d)) {
+    if (pid_from_name(e->d_name) != 0) names.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  std::vector<ProcessSnapshot> out;
+  std::string dir = o.dir;
+  if (dir.empty() || dir.back() != '/') dir += '/';
+  for (const std::string& name : names) {
+    const std::string path = dir + name;
+    FileIdentity id;
+    ProcessSnapshot p;
+    try {
+      p = read_impl(path, o.proc_root, id);
+    } catch (const Error& e) {
+      if (e.code() == std::errc::no_such_file_or_directory) continue;  // removed meanwhile
+      p.path = path;
+      p.pid = pid_from_name(name);
+      p.status = ProcessStatus::incompatible;
+      p.note = e.what();
+      out.push_back(std::move(p));
+      continue;
+    }
+    if (p.status == ProcessStatus::dead && o.remove_dead) {
+      // Remove only the file we read: a new process may have taken the name meanwhile.
+      struct stat st {};
+      if (::stat(path.c_str(), &st) == 0 && st.st_dev == id.dev && st.st_ino == id.ino &&
+          ::unlink(path.c_str()) == 0) {
+        p.removed = true;
+      } else if (!p.removed) {
+        p.note += std::string("; not removed: ") + std::strerror(errno);
+      }
+    }
+    out.push_back(std::move(p));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ProcessSnapshot& a, const ProcessSnapshot& b) { return a.pid < b.pid; });
+  return out;
+}
+
+std::string format_json(std::span<const ProcessSnapshot> ps, int indent) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const ProcessSnapshot& p : ps) {
+    nlohmann::json j;
+    j["pid"] = p.pid;
+    j["program"] = p.program;
+    j["status"] = to_string(p.status);
+    if (!p.note.empty()) j["note"] = p.note;
+    j["path"] = p.path;
+    j["removed"] = p.removed;
+    j["start_time"] = p.start_time;
+    j["created_ns"] = p.created_ns;
+    nlohmann::json blocks = nlohmann::json::array();
+    for (const BlockSnapshot& b : p.blocks) blocks.push_back(block_json(p, b));
+    j["endpoints"] = std::move(blocks);
+    all.push_back(std::move(j));
+  }
+  return all.dump(indent);
+}
+
+std::string format_text(std::span<const ProcessSnapshot> now, std::span<const ProcessSnapshot> before,
+                        double seconds) {
+  std::ostringstream o;
+  if (now.empty()) {
+    o << "no tickrail processes (no tickrail-stat.<pid> files)\n";
+    return o.str();
+  }
+  for (const ProcessSnapshot& p : now) {
+    o << "pid " << p.pid;
+    if (!p.program.empty()) o << " " << p.program;
+    o << "  " << to_string(p.status);
+    if (p.status == ProcessStatus::alive && p.created_ns != 0) {
+      const auto up = static_cast<double>(std::max<std::int64_t>(
+          0, static_cast<std::int64_t>(std::time(nullptr)) -
+                 static_cast<std::int64_t>(p.created_ns / 1'000'000'000ULL)));
+      o << ", counters for " << human_ns(up * 1e9);
+    }
+    if (!p.note.empty()) o << " (" << p.note << ")";
+    if (p.removed) o << "; its file was removed";
+    o << "\n";
+    for (const BlockSnapshot& b : p.blocks) {
+      const BlockSnapshot* prev =
+          seconds > 0 ? find_block(before, p.pid, p.start_time, b) : nullptr;
+      o << "  " << to_string(b.kind) << " " << b.transport << " '" << b.label << "' "
+        << to_string(b.state) << "\n    ";
+      int col = 0;
+      for (std::uint32_t i = 0; i < counter_count(b.kind); ++i) {
+        if (b.kind == BlockKind::subscriber &&
+            i == static_cast<std::uint32_t>(SubCounter::max_poll_gap_cycles)) {
+          continue;
+        }
+        const std::string name = counter_name(b.kind, i);
+        o << name << " " << b.counters[i];
+        const bool rated = (b.kind == BlockKind::publisher &&
+                            i == static_cast<std::uint32_t>(PubCounter::published)) ||
+                           (b.kind == BlockKind::subscriber &&
+                            i == static_cast<std::uint32_t>(SubCounter::received));
+        if (rated && prev != nullptr && b.counters[i] >= prev->counters[i]) {
+          o << " (" << human_rate(static_cast<double>(b.counters[i] - prev->counters[i]) / seconds)
+            << ")";
+        }
+        o << ((++col % 5 == 0) ? "\n    " : "  ");
+      }
+      if (b.kind == BlockKind::subscriber) {
+        const std::uint64_t gap = b.get(SubCounter::max_poll_gap_cycles);
+        o << "max_poll_gap "
+          << (p.ns_per_cycle > 0 ? human_ns(p.cycles_to_ns(gap)) : std::to_string(gap) + " cycles");
+      }
+      o << "\n";
+      if (b.kind == BlockKind::publisher) {
+        if (!b.rows.empty()) {
+          char line[256];
+          std::snprintf(line, sizeof line, "      %4s  %-22s %-10s %-10s %14s %10s %12s\n",
+                        "slot", "subscriber", "policy", "state", "position", "lag",
+                        "back_press.");
+          o << line;
+          for (const RowSnapshot& r : b.rows) {
+            const std::string who = r.peer.empty() ? "pid " + std::to_string(r.pid) : r.peer;
+            std::snprintf(line, sizeof line, "      %4u  %-22s %-10s %-10s %14llu %10llu %12llu\n",
+                          r.slot, who.c_str(), r.policy.c_str(), r.state.c_str(),
+                          static_cast<unsigned long long>(r.position),
+                          static_cast<unsigned long long>(r.lag),
+                          static_cast<unsigned long long>(r.back_pressure));
+            o << line;
+          }
+        } else if (p.status == ProcessStatus::alive) {
+          o << "      (no subscribers)\n";
+        }
+      }
+    }
+  }
+  return o.str();
+}
+
+}  // namespace tickrail::stats

@@ -1,0 +1,485 @@
+// The counters file: layout, a live publisher/subscriber pair read back through the reader API,
+// the file's lifetime, dead and foreign files, fork safety.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "ops_test_util.hpp"
+#include "tickrail/publisher.hpp"
+#include "tickrail/stats.hpp"
+#include "tickrail/subscriber.hpp"
+
+using namespace tickrail;
+using namespace tickrail::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Every test gets its own stat directory (and shm directory for channels), set before any
+// endpoint exists so that the process's file lands there.
+struct Dirs {
+  TempDir stat{"stat"};
+  TempDir shm{"shm"};
+  Dirs() {
+    ::setenv("TICKRAIL_STAT_DIR", stat.path().c_str(), 1);
+    ::unsetenv("TICKRAIL_STATS");
+  }
+};
+
+PublisherConfig pub_config(const Dirs& d, const std::string& channel) {
+  PublisherConfig c;
+  c.channel = channel;
+  c.shm_dir = d.shm.path();
+  c.ring_capacity = 64;
+  c.max_subscribers = 4;
+  c.conductor_period = 1ms;
+  return c;
+}
+
+SubscriberConfig sub_config(const Dirs& d, const std::string& channel) {
+  SubscriberConfig c;
+  c.channel = channel;
+  c.shm_dir = d.shm.path();
+  return c;
+}
+
+const stats::ProcessSnapshot* find_pid(const std::vector<stats::ProcessSnapshot>& ps, int pid) {
+  for (const auto& p : ps) {
+    if (p.pid == pid) return &p;
+  }
+  return nullptr;
+}
+
+const stats::BlockSnapshot* find_kind(const stats::ProcessSnapshot& p, stats::BlockKind k) {
+  for (const auto& b : p.blocks) {
+    if (b.kind == k) return &b;
+  }
+  return nullptr;
+}
+
+std::vector<stats::ProcessSnapshot> scan_dir(const Dirs& d, bool remove = true) {
+  stats::ScanOptions o;
+  o.dir = d.stat.path();
+  o.remove_dead = remove;
+  return stats::scan(o);
+}
+
+// Kills and reaps a forked child when a failed REQUIRE leaves the test early.
+struct ChildGuard {
+  pid_t pid;
+  explicit ChildGuard(pid_t p) : pid(p) {}
+  ~ChildGuard() {
+    if (pid > 0 && ::kill(pid, SIGKILL) == 0) (void)::waitpid(pid, nullptr, 0);
+  }
+  ChildGuard(const ChildGuard&) = delete;
+  ChildGuard& operator=(const ChildGuard&) = delete;
+};
+
+// A file with the given header, as a process of another time or program could have left it.
+void write_fake_file(const std::string& path, std::uint64_t magic, std::uint32_t version, int pid,
+                     std::uint64_t start_time, std::size_t size = stats::kFileSize) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+  REQUIRE(fd >= 0);
+  REQUIRE(::ftruncate(fd, static_cast<off_t>(size)) == 0);
+  if (size >= sizeof(stats::FileHeader)) {
+    void* m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    REQUIRE(m != MAP_FAILED);
+    auto* h = static_cast<stats::FileHeader*>(m);
+    h->version = version;
+    h->header_size = sizeof(stats::FileHeader);
+    h->block_size = sizeof(stats::Block);
+    h->block_count = stats::kMaxBlocks;
+    h->row_count = stats::kMaxRows;
+    h->pid = pid;
+    h->start_time = start_time;
+    std::strcpy(h->program, "fake");
+    h->magic.store(magic, std::memory_order_release);
+    ::munmap(m, size);
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
+TEST_CASE("counterFileLayoutIsFixed") {
+  // The layout is the contract with readers of other builds: pin it.
+  STATIC_REQUIRE(sizeof(stats::FileHeader) == 128);
+  STATIC_REQUIRE(sizeof(stats::Row) == 128);
+  STATIC_REQUIRE(offsetof(stats::Block, counters) == 128);
+  STATIC_REQUIRE(offsetof(stats::Block, rows_seq) == 256);
+  STATIC_REQUIRE(offsetof(stats::Block, rows) == 384);
+  STATIC_REQUIRE(sizeof(stats::Block) == 384 + 128 * stats::kMaxRows);
+  STATIC_REQUIRE(offsetof(stats::FileHeader, start_time) == 32);
+  STATIC_REQUIRE(offsetof(stats::FileHeader, program) == 56);
+  STATIC_REQUIRE(alignof(stats::Block) == 128);
+  STATIC_REQUIRE(stats::kFileSize == 128 + stats::kMaxBlocks * sizeof(stats::Block));
+  // Hot counters of a block never share a line pair with its identity or its rows.
+  STATIC_REQUIRE(offsetof(stats::Block, counters) + sizeof(stats::Block::counters) <=
+                 offsetof(stats::Block, rows_seq));
+  CHECK(std::string(stats::counter_name(stats::BlockKind::publisher, 0)) == "published");
+  CHECK(std::string(stats::counter_name(stats::BlockKind::subscriber,
+                                        static_cast<std::uint32_t>(
+                                            stats::SubCounter::max_poll_gap_cycles))) ==
+        "max_poll_gap_cycles");
+  CHECK(stats::counter_name(stats::BlockKind::publisher, stats::kCounters - 1) == nullptr);
+}
+
+TEST_CASE("publisherAndSubscriberCountersAreReadBackThroughTheReader") {
+  Dirs d;
+  const std::string ch = "statpair" + std::to_string(::getpid());
+  Publisher pub(pub_config(d, ch));
+  Subscriber sub(sub_config(d, ch));
+  REQUIRE(pub.stats_enabled());
+  REQUIRE(sub.stats_enabled());
+  REQUIRE(stats::current_stat_path() == stats::stat_path(d.stat.path(), ::getpid()));
+
+  REQUIRE(eventually([&] {
+    pub.service();
+    return pub.subscriber_count() == 1;
+  }));
+  REQUIRE(sub.wait_active(5s));
+  const std::uint64_t first = pub.next_sequence();
+  std::uint64_t got = 0;
+  for (int i = 0; i < 100; ++i) {
+    Tick t{};
+    REQUIRE(pub.publish(t).ok());
+    got += sub.poll([](const Tick&) {});
+  }
+  while (sub.poll([](const Tick&) {}) != 0) {
+  }
+  REQUIRE(sub.counters().received == 100);
+
+  const auto ps = scan_dir(d);
+  const auto* me = find_pid(ps, ::getpid());
+  REQUIRE(me != nullptr);
+  CHECK(me->status == stats::ProcessStatus::alive);
+  CHECK(me->program == std::string(program_invocation_short_name).substr(0, 63));
+  CHECK_FALSE(me->removed);
+  REQUIRE(me->blocks.size() == 2);
+  const auto* p = find_kind(*me, stats::BlockKind::publisher);
+  const auto* s = find_kind(*me, stats::BlockKind::subscriber);
+  REQUIRE(p != nullptr);
+  REQUIRE(s != nullptr);
+  CHECK(p->label == ch);
+  CHECK(p->transport == "shm");
+  CHECK(p->state == stats::EndpointState::open);
+  CHECK(p->get(stats::PubCounter::published) == pub.counters().published);
+  CHECK(p->get(stats::PubCounter::published) >= 100);
+  CHECK(p->get(stats::PubCounter::back_pressured) == pub.counters().back_pressured);
+  CHECK(s->label == ch);
+  CHECK(s->state == stats::EndpointState::active);
+  CHECK(s->get(stats::SubCounter::received) == 100);
+  CHECK(s->get(stats::SubCounter::lost) == 0);
+  CHECK(s->get(stats::SubCounter::position) == first + 100);
+  // Many polls happened: the longest interval between two of them is known and non-zero.
+  CHECK(s->get(stats::SubCounter::max_poll_gap_cycles) > 0);
+
+  // The stats thread fills the publisher's per-subscriber row within a few refresh periods.
+  REQUIRE(eventually([&] {
+    const auto again = scan_dir(d);
+    const auto* m = find_pid(again, ::getpid());
+    if (m == nullptr) return false;
+    const auto* pb = find_kind(*m, stats::BlockKind::publisher);
+    return pb != nullptr && pb->rows.size() == 1 && pb->rows[0].position == first + 100;
+  }));
+  const auto later = scan_dir(d);
+  const auto* row = &find_kind(*find_pid(later, ::getpid()), stats::BlockKind::publisher)->rows[0];
+  CHECK(row->pid == ::getpid());
+  CHECK(row->policy == "block");
+  CHECK(row->state == "active");
+  CHECK(row->lag == 0);
+  CHECK(find_kind(*find_pid(later, ::getpid()), stats::BlockKind::publisher)->rows_consistent);
+
+  // The JSON rendering names every counter.
+  const std::string json = stats::format_json(later);
+  CHECK(json.find("\"published\"") != std::string::npos);
+  CHECK(json.find("\"max_poll_gap_ns\"") != std::string::npos);
+  CHECK(json.find("\"" + ch + "\"") != std::string::npos);
+
+  sub.close();
+  (void)sub.state();
+  const auto closed = scan_dir(d);
+  CHECK(find_kind(*find_pid(closed, ::getpid()), stats::BlockKind::subscriber)->state ==
+        stats::EndpointState::closed);
+}
+
+TEST_CASE("fileIsRemovedWhenTheLastEndpointOfTheProcessGoes") {
+  Dirs d;
+  const std::string ch = "statlife" + std::to_string(::getpid());
+  const std::string path = stats::stat_path(d.stat.path(), ::getpid());
+  {
+    Publisher pub(pub_config(d, ch));
+    REQUIRE(file_exists(path));
+    {
+      Subscriber sub(sub_config(d, ch));
+      REQUIRE(scan_dir(d).at(0).blocks.size() == 2);
+    }
+    REQUIRE(file_exists(path));
+    REQUIRE(scan_dir(d).at(0).blocks.size() == 1);
+    // A moved publisher keeps its block; the moved-from one releases nothing.
+    Publisher moved(std::move(pub));
+    REQUIRE(moved.stats_enabled());
+    REQUIRE(scan_dir(d).at(0).blocks.size() == 1);
+  }
+  CHECK_FALSE(file_exists(path));
+  CHECK(stats::current_stat_path().empty());
+  CHECK(scan_dir(d).empty());
+}
+
+TEST_CASE("countersAreOffByConfigAndByEnvironment") {
+  Dirs d;
+  const std::string ch = "statoff" + std::to_string(::getpid());
+  {
+    PublisherConfig pc = pub_config(d, ch);
+    pc.stats = false;
+    Publisher pub(pc);
+    CHECK_FALSE(pub.stats_enabled());
+    SubscriberConfig sc = sub_config(d, ch);
+    sc.stats = false;
+    Subscriber sub(sc);
+    CHECK_FALSE(sub.stats_enabled());
+    CHECK(scan_dir(d).empty());
+  }
+  ::setenv("TICKRAIL_STATS", "0", 1);
+  {
+    Publisher pub(pub_config(d, ch));
+    CHECK_FALSE(pub.stats_enabled());
+    CHECK(scan_dir(d).empty());
+  }
+  ::unsetenv("TICKRAIL_STATS");
+  CHECK(stats::enabled_by_environment());
+}
+
+TEST_CASE("blocksRunOutGracefullyAndAreReused") {
+  Dirs d;
+  std::vector<stats::Registration> regs;
+  for (std::uint32_t i = 0; i < stats::kMaxBlocks; ++i) {
+    regs.push_back(stats::register_endpoint(stats::BlockKind::subscriber, TransportKind::shm,
+                                            "b" + std::to_string(i)));
+    REQUIRE(regs.back());
+  }
+  stats::Registration extra =
+      stats::register_endpoint(stats::BlockKind::subscriber, TransportKind::shm, "extra");
+  CHECK_FALSE(extra);  // no counters, no failure
+  regs[7].reset();
+  stats::Registration again =
+      stats::register_endpoint(stats::BlockKind::subscriber, TransportKind::ud, "again");
+  REQUIRE(again);
+  CHECK(again.block() == regs[8].block() - 1);  // block 7 reused, its counters zeroed
+  const auto ps = scan_dir(d);
+  REQUIRE(ps.size() == 1);
+  CHECK(ps[0].blocks.size() == stats::kMaxBlocks);
+  bool found = false;
+  for (const auto& b : ps[0].blocks) {
+    if (b.label == "again") {
+      found = true;
+      CHECK(b.transport == "ud");
+      CHECK(b.index == 7);
+    }
+  }
+  CHECK(found);
+}
+
+TEST_CASE("longLabelsAreTruncatedNotOverflowed") {
+  Dirs d;
+  const std::string longname(200, 'x');
+  stats::Registration r =
+      stats::register_endpoint(stats::BlockKind::publisher, TransportKind::rc, longname);
+  REQUIRE(r);
+  const auto ps = scan_dir(d);
+  REQUIRE(ps.at(0).blocks.size() == 1);
+  CHECK(ps[0].blocks[0].label == std::string(63, 'x'));
+  CHECK(ps[0].blocks[0].transport == "rc");
+}
+
+TEST_CASE("aDeadProcessFileIsReportedDeadAndRemoved") {
+  Dirs d;
+  const std::string ch = "statdead" + std::to_string(::getpid());
+  int pipefd[2];
+  REQUIRE(::pipe(pipefd) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // The child publishes, then dies without any cleanup.
+    ::close(pipefd[0]);
+    int ok = 0;
+    try {
+      Publisher pub(pub_config(d, ch));
+      Tick t{};
+      for (int i = 0; i < 5; ++i) (void)pub.publish(t);
+      ok = pub.stats_enabled() ? 1 : 2;
+      (void)::write(pipefd[1], &ok, sizeof ok);
+      ::pause();  // killed by the parent
+    } catch (...) {
+      ok = 3;
+      (void)::write(pipefd[1], &ok, sizeof ok);
+    }
+    ::_exit(1);
+  }
+  ChildGuard guard(child);
+  ::close(pipefd[1]);
+  int ok = 0;
+  REQUIRE(::read(pipefd[0], &ok, sizeof ok) == sizeof ok);
+  ::close(pipefd[0]);
+  REQUIRE(ok == 1);
+  const std::string path = stats::stat_path(d.stat.path(), child);
+  REQUIRE(file_exists(path));
+
+  // Alive first: its counters are there.
+  auto ps = scan_dir(d);
+  const auto* c = find_pid(ps, child);
+  REQUIRE(c != nullptr);
+  CHECK(c->status == stats::ProcessStatus::alive);
+  REQUIRE(c->blocks.size() == 1);
+  CHECK(c->blocks[0].get(stats::PubCounter::published) == 5);
+  CHECK(c->blocks[0].get(stats::PubCounter::unheard) == 5);
+
+  REQUIRE(::kill(child, SIGKILL) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  guard.pid = -1;
+  REQUIRE(file_exists(path));  // nobody cleaned up
+
+  // A read that does not clean up leaves it; the default scan reports it dead and removes it.
+  ps = scan_dir(d, false);
+  REQUIRE(find_pid(ps, child)->status == stats::ProcessStatus::dead);
+  CHECK_FALSE(find_pid(ps, child)->removed);
+  REQUIRE(file_exists(path));
+  ps = scan_dir(d);
+  c = find_pid(ps, child);
+  REQUIRE(c != nullptr);
+  CHECK(c->status == stats::ProcessStatus::dead);
+  CHECK(c->removed);
+  CHECK(c->note.find("gone") != std::string::npos);
+  REQUIRE(c->blocks.size() == 1);  // its last values are still reported
+  CHECK(c->blocks[0].get(stats::PubCounter::published) == 5);
+  CHECK_FALSE(file_exists(path));
+}
+
+TEST_CASE("aReusedPidIsToldApartByItsStartTime") {
+  Dirs d;
+  // pid 1 always exists; a file claiming it with another start time is a dead process's.
+  const auto real = stats::process_start_time(1);
+  REQUIRE(real.has_value());
+  const std::string path = stats::stat_path(d.stat.path(), 1);
+  write_fake_file(path, stats::kMagic, stats::kVersion, 1, *real + 12345);
+  auto ps = scan_dir(d);
+  REQUIRE(ps.size() == 1);
+  CHECK(ps[0].status == stats::ProcessStatus::dead);
+  CHECK(ps[0].note.find("another process") != std::string::npos);
+  CHECK(ps[0].removed);
+  CHECK_FALSE(file_exists(path));
+
+  // The same file with the right start time is alive (and kept).
+  write_fake_file(path, stats::kMagic, stats::kVersion, 1, *real);
+  ps = scan_dir(d);
+  REQUIRE(ps.size() == 1);
+  CHECK(ps[0].status == stats::ProcessStatus::alive);
+  CHECK(ps[0].program == "fake");
+  CHECK(ps[0].blocks.empty());
+  CHECK(file_exists(path));
+}
+
+TEST_CASE("foreignAndIncompatibleFilesAreReportedAndNeverRemovedWhileTheirPidLives") {
+  Dirs d;
+  const auto real = stats::process_start_time(1);
+  REQUIRE(real.has_value());
+  const std::string path = stats::stat_path(d.stat.path(), 1);
+
+  write_fake_file(path, 0x1234, stats::kVersion, 1, *real);
+  auto ps = scan_dir(d);
+  REQUIRE(ps.size() == 1);
+  CHECK(ps[0].status == stats::ProcessStatus::incompatible);
+  CHECK(ps[0].note.find("magic") != std::string::npos);
+  CHECK(file_exists(path));
+
+  write_fake_file(path, stats::kMagic, stats::kVersion + 1, 1, *real);
+  ps = scan_dir(d);
+  CHECK(ps.at(0).status == stats::ProcessStatus::incompatible);
+  CHECK(ps[0].note.find("version") != std::string::npos);
+  CHECK(file_exists(path));
+
+  write_fake_file(path, stats::kMagic, stats::kVersion, 1, *real, sizeof(stats::FileHeader) + 64);
+  ps = scan_dir(d);
+  CHECK(ps.at(0).status == stats::ProcessStatus::incompatible);
+  CHECK(file_exists(path));
+
+  write_fake_file(path, 0, stats::kVersion, 1, 0, 16);
+  ps = scan_dir(d);
+  CHECK(ps.at(0).status == stats::ProcessStatus::incompatible);
+  CHECK(ps[0].note.find("truncated") != std::string::npos);
+
+  write_fake_file(path, 0, 0, 0, 0, stats::kFileSize);  // sized, no magic yet: being created
+  ps = scan_dir(d);
+  CHECK(ps.at(0).status == stats::ProcessStatus::starting);
+  CHECK(file_exists(path));
+
+  // Names that are not ours are ignored.
+  d.stat.write("tickrail-stat.abc", "x");
+  d.stat.write("other-file", "x");
+  CHECK(scan_dir(d).size() == 1);
+}
+
+TEST_CASE("aForkedChildGetsItsOwnFileAndLeavesTheParentsAlone") {
+  Dirs d;
+  const std::string ch = "statfork" + std::to_string(::getpid());
+  Publisher pub(pub_config(d, ch));
+  REQUIRE(pub.stats_enabled());
+  stats::Registration extra =
+      stats::register_endpoint(stats::BlockKind::subscriber, TransportKind::shm, "extra");
+  REQUIRE(extra);
+  const std::string parent_path = stats::current_stat_path();
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    int code = 0;
+    try {
+      stats::Registration r =
+          stats::register_endpoint(stats::BlockKind::subscriber, TransportKind::shm, "child");
+      const std::string mine = stats::current_stat_path();
+      if (!r) code = 10;
+      else if (mine != stats::stat_path(d.stat.path(), ::getpid())) code = 11;
+      else if (!file_exists(mine)) code = 12;
+      r.reset();
+      if (file_exists(mine)) code = 13;
+      // Releasing a registration inherited from the parent must not touch the parent's file.
+      extra.reset();
+    } catch (...) {
+      code = 20;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  REQUIRE(file_exists(parent_path));
+  const auto ps = scan_dir(d);
+  REQUIRE(ps.size() == 1);
+  CHECK(ps[0].pid == ::getpid());
+  REQUIRE(ps[0].blocks.size() == 2);
+  CHECK(ps[0].blocks[0].label == ch);
+  CHECK(ps[0].blocks[1].label == "extra");
+}
+
+TEST_CASE("processStartTimeIsField22EvenWithParenthesesInTheName") {
+  TempDir root("proc");
+  root.write("proc/42/stat",
+             "42 (a) b) (c) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10\n");
+  CHECK(stats::process_start_time(42, root.path()) == std::optional<std::uint64_t>(987654));
+  root.write("proc/43/stat", "43 (short) S 1 2 3\n");
+  CHECK_FALSE(stats::process_start_time(43, root.path()).has_value());
+  root.write("proc/44/stat", "garbage");
+  CHECK_FALSE(stats::process_start_time(44, root.path()).has_value());
+  CHECK_FALSE(stats::process_start_time(45, root.path()).has_value());
+  CHECK_FALSE(stats::process_start_time(0).has_value());
+  CHECK(stats::process_start_time(::getpid()).has_value());
+}
