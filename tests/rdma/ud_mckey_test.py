@@ -30,12 +30,15 @@ def main() -> int:
     mckey = shutil.which("mckey")
     if mckey is None:
         fail("mckey not found (rdmacm-utils)")
+    # mckey prints with stdio: line-buffer it so that its progress reaches the log file.
+    stdbuf = shutil.which("stdbuf")
+    mckey_argv = [stdbuf, "-oL", mckey] if stdbuf else [mckey]
     c = args.messages
     try:
         # 1. mckey receives ours: buffers of 1024 bytes hold any of our datagrams (128 bytes
         # for one tick).
         group = "239.7.7.4"
-        rx = Proc("mckey-receiver", [mckey, "-m", group, "-b", addr, "-C", c, "-S", 1024])
+        rx = Proc("mckey-receiver", mckey_argv + ["-m", group, "-b", addr, "-C", c, "-S", 1024])
         rx.wait_line(r"mckey: joined", 30)
         pub = Proc("publisher", [args.exe, "publish", "--group", group, "--port", 7503,
                                  "--count", 200, "--rate", 50, "--linger-ms", 100])
@@ -57,7 +60,7 @@ def main() -> int:
                                  "--count", count, "--rate", 150, "--wait-subscribers", 1,
                                  "--linger-ms", 20000])
         pub.wait_line(r"subscribers connected", 60)
-        tx = Proc("mckey-sender", [mckey, "-m", group, "-b", addr, "-s", "-C", c, "-S", 100])
+        tx = Proc("mckey-sender", mckey_argv + ["-m", group, "-b", addr, "-s", "-C", c, "-S", 100])
         txcode = tx.wait(60)
         code = sub.wait(args.timeout)
         pub.wait(30)

@@ -11,7 +11,13 @@
 //   subscriber: every tick delivered once, in order, with the content ud_tick(seq) gave it
 //   (or, with --allow-loss, delivered + lost = N), and the foreign/gone expectations met;
 //   publisher: every tick published.
+#include <execinfo.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <dirent.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -35,6 +41,49 @@ using Ms = std::chrono::milliseconds;
 using SteadyClock = std::chrono::steady_clock;
 
 namespace {
+
+// Diagnostics for a rig run that cannot attach a debugger: a crash prints its stack, and a
+// process still alive long after its work prints every thread's stack (addr2line -e ud_peer).
+void print_stack(int sig) {
+  void* frames[64];
+  const int n = backtrace(frames, 64);
+  char line[64];
+  const int len = std::snprintf(line, sizeof line, "ud_peer: signal %d in thread %ld:\n", sig,
+                                static_cast<long>(syscall(SYS_gettid)));
+  (void)!write(STDOUT_FILENO, line, static_cast<std::size_t>(len));
+  backtrace_symbols_fd(frames, n, STDOUT_FILENO);
+}
+
+void on_crash(int sig) {
+  print_stack(sig);
+  _exit(128 + sig);
+}
+
+void install_diagnostics() {
+  void* warm[2];
+  (void)backtrace(warm, 2);  // loads libgcc's unwinder now, not in a signal handler
+  signal(SIGSEGV, on_crash);
+  signal(SIGBUS, on_crash);
+  signal(SIGABRT, on_crash);
+  signal(SIGUSR2, print_stack);
+}
+
+// After the role's work: if teardown takes longer than `secs`, dump every thread's stack.
+void watchdog(int secs) {
+  std::thread([secs] {
+    std::this_thread::sleep_for(std::chrono::seconds(secs));
+    std::printf("ud_peer: teardown still running after %d s; thread stacks:\n", secs);
+    std::fflush(stdout);
+    if (DIR* d = opendir("/proc/self/task")) {
+      while (dirent* e = readdir(d)) {
+        const long tid = std::atol(e->d_name);
+        if (tid > 0) syscall(SYS_tgkill, getpid(), tid, SIGUSR2);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      closedir(d);
+    }
+  }).detach();
+}
 
 double cpu_seconds() {
   rusage u{};
@@ -133,6 +182,8 @@ int publish(const PubOpts& o) {
     std::this_thread::sleep_for(Ms(1));
   }
   std::printf("ud_peer publisher: done\n");
+  std::fflush(stdout);
+  watchdog(15);
   return 0;
 }
 
@@ -239,6 +290,8 @@ int subscribe(const SubOpts& o) {
     }
   }
   std::printf("ud_peer subscriber: %s\n", ok ? "OK" : "FAIL");
+  std::fflush(stdout);
+  watchdog(15);
   return ok ? 0 : 1;
 }
 
@@ -274,6 +327,7 @@ int main(int argc, char** argv) {
   sub->add_option("--recv-buffers", so.recv_buffers);
   sub->add_option("--reorder", so.reorder);
   CLI11_PARSE(app, argc, argv);
+  install_diagnostics();
   try {
     (void)Clock::instance();
     return pub->parsed() ? publish(po) : subscribe(so);

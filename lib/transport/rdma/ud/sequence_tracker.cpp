@@ -26,7 +26,10 @@ std::uint64_t SequenceTracker::recovered(const Tick* ticks, std::uint64_t lo,
     if (s < next_ || s - next_ >= capacity_) continue;  // delivered or given up meanwhile
     const std::uint64_t got = ticks[i].seq;
     if (got == s) {
-      if (store(ticks[i], Source::recovery) == Stored::stored) ++stored;
+      // Ticks the read covered but that were already held are not duplicates of the network.
+      if (window_[s & mask_].seq != s && store(ticks[i], Source::recovery) == Stored::stored) {
+        ++stored;
+      }
       continue;
     }
     // Another sequence in that history slot: newer (the publisher went a whole history past

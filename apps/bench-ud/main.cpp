@@ -1,0 +1,338 @@
+// tickrail-bench-ud: the UD multicast transport measured through the public API.
+//
+//   tickrail-bench-ud lat    --address A [--device D] [--iters N] [--warmup W]
+//       ping-pong over two groups (ping -> pong on one, pong -> ping on the other), one process
+//       each: RTT/2 percentiles (what perftest's ib_send_lat reports as t_typical), and the
+//       pong side's one-way latency from the tick's send timestamp (same host, same TSC).
+//   tickrail-bench-ud fanout --address A [--device D] [--subscribers K] [--count N]
+//                            [--batch T] [--rate R]
+//       one publisher, K subscriber processes: ticks/s offered and delivered, and the time the
+//       publisher spends in publish() per tick (its CPU cost), paced at R ticks/s or unpaced.
+// Figures are printed as a table and, with --json, as one JSON object per line. Processes are
+// forked before any RDMA resource exists. Every wait is bounded.
+#include <sys/resource.h>
+#include <sys/select.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tickrail/clock.hpp"
+#include "tickrail/histogram.hpp"
+#include "tickrail/publisher.hpp"
+#include "tickrail/subscriber.hpp"
+
+using namespace tickrail;
+using SteadyClock = std::chrono::steady_clock;
+using Ms = std::chrono::milliseconds;
+
+namespace {
+
+struct Common {
+  std::string device;
+  std::string address;
+  std::string group_a = "239.9.9.1";
+  std::string group_b = "239.9.9.2";
+  std::uint16_t port = 7600;
+  bool json = false;
+  int timeout_s = 120;
+};
+
+PublisherConfig pub_config(const Common& c, const std::string& group, std::uint16_t port,
+                           std::uint32_t batch) {
+  PublisherConfig p;
+  p.transport = TransportKind::ud;
+  p.rdma.device = c.device;
+  p.rdma.address = c.address;
+  p.rdma.port = port;
+  p.rdma.groups = {group};
+  p.rdma.max_ticks_per_datagram = batch;
+  p.rdma.heartbeat_interval = Ms(20);
+  return p;
+}
+
+SubscriberConfig sub_config(const Common& c, const std::string& group) {
+  SubscriberConfig s;
+  s.transport = TransportKind::ud;
+  s.rdma.device = c.device;
+  s.rdma.groups = {group};
+  s.rdma.recv_buffers = 4096;
+  s.rdma.reorder_buffer = 1 << 16;
+  return s;
+}
+
+double seconds_since(SteadyClock::time_point t) {
+  return std::chrono::duration<double>(SteadyClock::now() - t).count();
+}
+
+void print_hist(const char* what, const Histogram& h, bool json) {
+  const auto us = [&](double p) { return static_cast<double>(h.value_at_percentile(p)) / 1000.0; };
+  if (json) {
+    std::printf("{\"what\":\"%s\",\"count\":%" PRIu64 ",\"p50_us\":%.3f,\"p90_us\":%.3f,"
+                "\"p99_us\":%.3f,\"p99_9_us\":%.3f,\"p99_99_us\":%.3f,\"max_us\":%.3f,"
+                "\"mean_us\":%.3f}\n",
+                what, h.count(), us(50), us(90), us(99), us(99.9), us(99.99),
+                static_cast<double>(h.max()) / 1000.0, h.mean() / 1000.0);
+  } else {
+    std::printf("%-34s n=%-8" PRIu64 " p50 %8.2f  p90 %8.2f  p99 %8.2f  p99.9 %8.2f  "
+                "p99.99 %8.2f  max %8.2f us\n",
+                what, h.count(), us(50), us(90), us(99), us(99.9), us(99.99),
+                static_cast<double>(h.max()) / 1000.0);
+  }
+  std::fflush(stdout);
+}
+
+// --- lat ---
+
+int pong(const Common& c, std::uint64_t total, int ready_fd) {
+  Subscriber sub(sub_config(c, c.group_a));
+  Publisher pub(pub_config(c, c.group_b, static_cast<std::uint16_t>(c.port + 1), 1));
+  const char one = 1;
+  (void)!write(ready_fd, &one, 1);
+  const Clock& clock = Clock::instance();
+  Histogram one_way(1, 10'000'000'000ULL, 3);
+  std::uint64_t seen = 0;
+  const auto t0 = SteadyClock::now();
+  auto echo = [&](const Tick& t) {
+    const std::uint64_t now = Clock::now();
+    if (now > t.send_ts) one_way.record(static_cast<std::uint64_t>(clock.to_ns(now - t.send_ts)));
+    Tick back = t;
+    (void)pub.publish(back);
+    ++seen;
+  };
+  while (seen < total && seconds_since(t0) < c.timeout_s) {
+    if (sub.poll(echo, 16) == 0) pub.service();
+  }
+  print_hist("tickrail UD one-way (pong side, TSC)", one_way, c.json);
+  return seen == total ? 0 : 1;
+}
+
+int lat(Common c, std::uint64_t iters, std::uint64_t warmup) {
+  int fds[2];
+  if (pipe(fds) != 0) return 2;
+  const pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    std::_Exit(pong(c, iters + warmup, fds[1]));
+  }
+  close(fds[1]);
+  Publisher pub(pub_config(c, c.group_a, c.port, 1));
+  Subscriber sub(sub_config(c, c.group_b));
+  char b = 0;
+  if (read(fds[0], &b, 1) != 1) {
+    std::fprintf(stderr, "tickrail-bench-ud: the pong process failed to start\n");
+    return 1;
+  }
+  const Clock& clock = Clock::instance();
+  // Both sides know each other's session (heartbeats) before the first ping.
+  const auto tw = SteadyClock::now();
+  while ((pub.subscriber_count() < 1 || sub.state() != SubscriberState::active) &&
+         seconds_since(tw) < c.timeout_s) {
+    pub.service();
+    (void)sub.poll([](const Tick&) {});
+    std::this_thread::sleep_for(Ms(1));
+  }
+  Histogram rtt_half(1, 10'000'000'000ULL, 3);
+  bool got = false;
+  auto on_echo = [&](const Tick&) { got = true; };
+  const auto t0 = SteadyClock::now();
+  for (std::uint64_t i = 0; i < iters + warmup; ++i) {
+    Tick t{};
+    t.instrument = 1;
+    got = false;
+    const std::uint64_t start = Clock::now();
+    (void)pub.publish(t);
+    while (!got) {
+      if (sub.poll(on_echo, 1) == 0 && seconds_since(t0) > c.timeout_s) break;
+    }
+    if (!got) {
+      std::fprintf(stderr, "tickrail-bench-ud: no echo for ping %" PRIu64 "\n", i);
+      break;
+    }
+    const std::uint64_t rtt = Clock::now() - start;
+    if (i >= warmup) rtt_half.record(static_cast<std::uint64_t>(clock.to_ns(rtt) / 2.0));
+  }
+  print_hist("tickrail UD RTT/2 (ping-pong)", rtt_half, c.json);
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::printf("%sclock: %s\n", c.json ? "# " : "", clock.describe().c_str());
+  return rtt_half.count() == iters && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+// --- fanout ---
+
+struct SubResult {
+  std::uint64_t delivered = 0;
+  std::uint64_t lost = 0;
+  double seconds = 0;  // first to last tick
+  int ok = 0;
+};
+
+SubResult subscriber_process(const Common& c, std::uint64_t count, int ready_fd) {
+  SubResult r;
+  Subscriber sub(sub_config(c, c.group_a));
+  const char one = 1;
+  (void)!write(ready_fd, &one, 1);
+  SteadyClock::time_point first{};
+  std::uint64_t last = 0;
+  bool ordered = true;
+  auto on_tick = [&](const Tick& t) {
+    if (r.delivered == 0) first = SteadyClock::now();
+    ordered = ordered && t.seq > last;
+    last = t.seq;
+    ++r.delivered;
+  };
+  const auto t0 = SteadyClock::now();
+  while (r.delivered + sub.counters().lost < count && seconds_since(t0) < c.timeout_s) {
+    (void)sub.poll(on_tick, 1024);
+  }
+  r.seconds = r.delivered > 0 ? seconds_since(first) : 0;
+  r.lost = sub.counters().lost;
+  r.ok = ordered && r.delivered + r.lost == count;
+  return r;
+}
+
+int fanout(const Common& c, std::uint32_t subscribers, std::uint64_t count, std::uint32_t batch,
+           double rate) {
+  std::vector<pid_t> kids;
+  std::vector<int> result_fds;
+  int ready[2];
+  if (pipe(ready) != 0) return 2;
+  for (std::uint32_t i = 0; i < subscribers; ++i) {
+    int res[2];
+    if (pipe(res) != 0) return 2;
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(ready[0]);
+      close(res[0]);
+      const SubResult r = subscriber_process(c, count, ready[1]);
+      (void)!write(res[1], &r, sizeof r);
+      std::_Exit(0);
+    }
+    close(res[1]);
+    kids.push_back(pid);
+    result_fds.push_back(res[0]);
+  }
+  close(ready[1]);
+  for (std::uint32_t i = 0; i < subscribers; ++i) {
+    char b = 0;
+    if (read(ready[0], &b, 1) != 1) return 1;
+  }
+  Publisher pub(pub_config(c, c.group_a, c.port, batch));
+  const auto tw = SteadyClock::now();
+  while (pub.subscriber_count() < subscribers && seconds_since(tw) < c.timeout_s) {
+    pub.service();
+    std::this_thread::sleep_for(Ms(1));
+  }
+  const Clock& clock = Clock::instance();
+  std::vector<Tick> chunk(batch);
+  std::uint64_t next = 1;
+  std::uint64_t in_publish = 0;  // clock ticks spent inside publish()
+  rusage ru0{};
+  getrusage(RUSAGE_SELF, &ru0);
+  const auto t0 = SteadyClock::now();
+  const double period = rate > 0 ? 1.0 / rate : 0;
+  while (next <= count) {
+    if (period > 0) {
+      const double due = static_cast<double>(next - 1) * period;  // open loop
+      while (seconds_since(t0) < due) {
+      }
+    }
+    const auto n = static_cast<std::size_t>(
+        std::min<std::uint64_t>(period > 0 ? 1 : batch, count - next + 1));
+    const std::uint64_t a = Clock::now();
+    const PublishResult r = pub.publish(std::span<const Tick>(chunk.data(), n));
+    in_publish += Clock::now() - a;
+    next += r.published;
+  }
+  const double secs = seconds_since(t0);
+  rusage ru1{};
+  getrusage(RUSAGE_SELF, &ru1);
+  // Heartbeats while the subscribers finish (their recovery is served by the NIC).
+  const auto te = SteadyClock::now();
+  std::vector<SubResult> results(subscribers);
+  for (std::uint32_t i = 0; i < subscribers; ++i) {
+    while (seconds_since(te) < c.timeout_s) {
+      pub.service();
+      fd_set set;
+      FD_ZERO(&set);
+      FD_SET(result_fds[i], &set);
+      timeval tv{0, 1000};
+      if (select(result_fds[i] + 1, &set, nullptr, nullptr, &tv) > 0) break;
+    }
+    if (read(result_fds[i], &results[i], sizeof(SubResult)) != sizeof(SubResult)) results[i] = {};
+    waitpid(kids[i], nullptr, 0);
+  }
+  const double ns_per_tick = clock.to_ns(in_publish) / static_cast<double>(count);
+  const double cpu = static_cast<double>(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec +
+                                         ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+                     static_cast<double>(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
+                                         ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
+  double slowest = 0;
+  std::uint64_t lost = 0;
+  bool ok = true;
+  for (const auto& r : results) {
+    slowest = std::max(slowest, r.seconds);
+    lost += r.lost;
+    ok = ok && r.ok;
+  }
+  const double offered = static_cast<double>(count) / secs;
+  const double delivered = slowest > 0 ? static_cast<double>(count) / slowest : 0;
+  if (c.json) {
+    std::printf("{\"what\":\"fanout\",\"subscribers\":%u,\"ticks\":%" PRIu64 ",\"batch\":%u,"
+                "\"rate\":%.0f,\"offered_ticks_per_s\":%.0f,\"delivered_ticks_per_s\":%.0f,"
+                "\"publish_ns_per_tick\":%.1f,\"process_cpu_ns_per_tick\":%.1f,\"lost\":%" PRIu64
+                ",\"ok\":%s}\n",
+                subscribers, count, batch, rate, offered, delivered, ns_per_tick,
+                cpu * 1e9 / static_cast<double>(count), lost, ok ? "true" : "false");
+  } else {
+    std::printf("fanout %u subscriber(s), %" PRIu64 " ticks, %u/datagram, %s: offered %.0f ticks/s, "
+                "slowest subscriber delivered %.0f ticks/s, publish() %.1f ns/tick, publisher "
+                "process CPU %.1f ns/tick, lost %" PRIu64 "%s\n",
+                subscribers, count, batch, rate > 0 ? "paced" : "unpaced", offered, delivered,
+                ns_per_tick, cpu * 1e9 / static_cast<double>(count), lost, ok ? "" : " (FAILED)");
+  }
+  std::fflush(stdout);
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tickrail-bench-ud: UD multicast latency, throughput and publisher cost"};
+  app.require_subcommand(1);
+  Common c;
+  app.add_option("--device", c.device, "RDMA device (default: the one the address is on)");
+  app.add_option("--address", c.address, "this host's address on the RDMA device")->required();
+  app.add_option("--port", c.port, "first rdma_cm port for recovery");
+  app.add_option("--timeout", c.timeout_s, "seconds any phase may take");
+  app.add_flag("--json", c.json, "JSON lines instead of a table");
+  std::uint64_t iters = 10000;
+  std::uint64_t warmup = 1000;
+  auto* l = app.add_subcommand("lat", "ping-pong latency");
+  l->add_option("--iters", iters);
+  l->add_option("--warmup", warmup);
+  std::uint32_t subscribers = 1;
+  std::uint64_t count = 1'000'000;
+  std::uint32_t batch = 15;
+  double rate = 0;
+  auto* f = app.add_subcommand("fanout", "throughput and publisher cost with K subscribers");
+  f->add_option("--subscribers", subscribers);
+  f->add_option("--count", count);
+  f->add_option("--batch", batch, "ticks per datagram");
+  f->add_option("--rate", rate, "ticks per second, 0: unpaced");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return l->parsed() ? lat(c, iters, warmup) : fanout(c, subscribers, count, batch, rate);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tickrail-bench-ud: %s\n", e.what());
+    return 1;
+  }
+}
