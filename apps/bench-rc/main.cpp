@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "tickrail/clock.hpp"
+#include "tickrail/error.hpp"
 #include "tickrail/histogram.hpp"
 #include "tickrail/idle.hpp"
 #include "tickrail/publisher.hpp"
@@ -170,7 +171,7 @@ std::vector<std::thread> start_subscribers(Publisher& pub, const SubscriberConfi
   while (pub.subscriber_count() < static_cast<std::uint32_t>(n)) {
     pub.service();
     if (std::chrono::steady_clock::now() > deadline) {
-      throw Error(Errc::timed_out, "subscribers did not connect within 60 s");
+      throw tickrail::Error(Errc::timed_out, "subscribers did not connect within 60 s");
     }
     std::this_thread::sleep_for(100us);
   }
