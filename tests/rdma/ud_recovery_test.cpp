@@ -115,6 +115,8 @@ TEST_CASE("everyDroppedTickStillInHistoryIsRecoveredAndDeliveredInOrder") {
   CHECK(c.gaps > 0);
   CHECK(p.sub.counters().received == n);
   CHECK(p.sub.counters().lost == 0);
+  CHECK(p.sub.counters().recovered == drop.dropped);
+  CHECK(p.sub.counters().gaps == c.gaps);
 }
 
 TEST_CASE("ticksNoLongerInHistoryAreReportedLostWithTheExactCount") {

@@ -17,6 +17,7 @@ void UdPublisher::reap() noexcept {
     for (int i = 0; i < n; ++i) {
       if (wc[i].status != IBV_WC_SUCCESS) {
         ++ud_.send_errors;
+        ++counters_.completion_errors;
         qp_failed_ = true;  // a UD QP with a send error stops sending (SQE state)
       }
       // Completions come in order: a signalled one retires every request before it.

@@ -229,6 +229,11 @@ SubscriberCounters UdSubscriber::counters() const noexcept {
     c.received += t.delivered;
     c.lost += t.lost;
     c.laps += t.loss_events;
+    c.gaps += t.gaps;
+    c.recovered += t.recovered;
+    c.foreign += g->foreign;
+    c.malformed += g->malformed;
+    c.completion_errors += g->recv_errors + g->read_errors;
   }
   return c;
 }
