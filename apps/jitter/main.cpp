@@ -163,10 +163,10 @@ int run(int argc, char** argv) {
           break;
         }
       }
-      if (g_stop.load(std::memory_order_relaxed)) {
-        info.ended = "interrupted";
-        break;
-      }
+    }
+    if (g_stop.load(std::memory_order_relaxed)) [[unlikely]] {
+      info.ended = "interrupted";
+      break;
     }
     if (now >= end) {
       info.ended = "duration";

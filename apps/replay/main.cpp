@@ -141,7 +141,7 @@ int run(int argc, char** argv) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   if (o.wait_subscribers > 0) {
-    const std::uint32_t have = replay::wait_for_subscribers(pub, o.wait_subscribers, o.wait_timeout);
+    const std::uint32_t have = replay::wait_for_subscribers(pub, o.wait_subscribers, o.wait_timeout, &g_stop);
     if (have < o.wait_subscribers) {
       note("warning: " + std::to_string(have) + " of " + std::to_string(o.wait_subscribers) +
            " subscribers after " + std::to_string(o.wait_timeout.count()) + " ms; starting anyway");

@@ -107,12 +107,14 @@ std::unique_ptr<feed::TickSource> open_input(const Options& o) {
 }
 
 std::uint32_t wait_for_subscribers(Publisher& pub, std::uint32_t n,
-                                   std::chrono::milliseconds timeout) {
+                                   std::chrono::milliseconds timeout,
+                                   const std::atomic<bool>* stop) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     pub.service();
     const std::uint32_t have = pub.subscriber_count();
     if (have >= n || std::chrono::steady_clock::now() >= deadline) return have;
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) return have;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
