@@ -146,7 +146,7 @@ RcPublisher::RcPublisher(const PublisherConfig& config)
       1, Clock::instance().ns_to_ticks(static_cast<double>(
              std::chrono::duration_cast<std::chrono::nanoseconds>(r.heartbeat_interval).count())));
 
-  staging_ = MappedRegion(staging_slots_ * sizeof(Slot));
+  staging_ = MappedRegion(2 * staging_slots_ * sizeof(Slot));
   staging_.prefault();
   if (config_.lock_memory && ::mlock(staging_.data(), staging_.size()) != 0) {
     throw Error(Errc::locked_memory, what + ": lock the " + std::to_string(staging_.size()) +
@@ -331,7 +331,14 @@ void RcPublisher::on_connect_request(rdma::CmEvent ev) {
     logger()->error("publisher '{}': set up subscriber {}: {}", config_.channel, peer, e.what());
     // The id went into the link: reject through it, then free everything.
     if (slot->id) {
-      const RejectNote note = make_reject(RejectReason::resources, 0, e.what());
+      const auto* err = dynamic_cast<const Error*>(&e);
+      const RejectNote note = make_reject(
+          RejectReason::resources, 0,
+          err != nullptr && err->code() == Errc::locked_memory
+              ? "its locked-memory limit is too small to register this connection's " +
+                    std::to_string(2 * staging_slots_ * sizeof(Slot) + sizeof(LinkBlock)) +
+                    " bytes (see its log)"
+              : std::string(e.what()));
       try {
         slot->id->reject(std::as_bytes(std::span(&note, 1)));
       } catch (const std::exception&) {
@@ -363,7 +370,7 @@ void RcPublisher::setup_link(Link& link, rdma::CmId id, const ConnectRequest& re
   link.source_mr.emplace(*link.pd, &link.block.heartbeat_source,
                          sizeof(LinkBlock) - offsetof(LinkBlock, heartbeat_source),
                          IBV_ACCESS_LOCAL_WRITE);
-  link.staging_mr.emplace(*link.pd, staging_.data(), staging_slots_ * sizeof(Slot),
+  link.staging_mr.emplace(*link.pd, staging_.data(), 2 * staging_slots_ * sizeof(Slot),
                           IBV_ACCESS_LOCAL_WRITE);
   link.cq.emplace(ctx, static_cast<int>(sq_depth_));
   link.signalled_seq.assign(std::bit_ceil(std::uint64_t{sq_depth_}), 0);

@@ -162,6 +162,7 @@ class RcPublisher final : public detail::PublisherTransport {
     std::uint64_t first_seq = 0;
     std::uint64_t capacity = 0;
     SlowConsumerPolicy policy = SlowConsumerPolicy::block;
+    WriteMode mode = WriteMode::memory;
   };
 
   // --- data path (rc_publisher_datapath.cpp) ---
@@ -205,7 +206,9 @@ class RcPublisher final : public detail::PublisherTransport {
   std::uint32_t sq_depth_;
   std::uint64_t heartbeat_ticks_;
   std::vector<rdma::Address> allow_;
-  MappedRegion staging_;           // staging_slots_ Slots
+  // 2 x staging_slots_ Slots: the staging ring, then its twin with commit words of 0 (written
+  // only while a split-commit subscriber is served).
+  MappedRegion staging_;
   // Declared before everything made on it (ids, links), so destroyed after them.
   rdma::EventChannel channel_;
   std::array<Link, kMaxSubscribers> links_{};
@@ -216,6 +219,7 @@ class RcPublisher final : public detail::PublisherTransport {
   std::array<Pending, kMaxSubscribers> pending_{};
   std::uint32_t n_pending_ = 0;
   std::uint64_t min_capacity_ = 0;
+  std::uint32_t split_links_ = 0;
   std::uint64_t next_seq_ = 1;
   std::uint64_t seen_generation_ = 0;
   std::uint64_t last_heartbeat_ = 0;

@@ -218,6 +218,12 @@ void RcPublisher::stage(std::span<const Tick> ticks, std::uint64_t first) noexce
     std::memcpy(&s, &ticks[j], sizeof s);
     if (config_.stamp_send_time) s.words[0] = stamp;
     s.words[kSeqWord] = first + j;
+    if (split_links_ != 0) {
+      // The twin, for split-commit subscribers: the same tick with a commit word of 0.
+      Slot& z = slots[staging_slots_ + ((first + j) & mask)];
+      z = s;
+      z.words[kSeqWord] = 0;
+    }
   }
 }
 
@@ -295,12 +301,16 @@ bool RcPublisher::send_piece(Active& a, std::uint64_t from, std::uint64_t to) no
   }
   std::uint64_t staged = 0;  // ticks whose WRITE reads the staging ring after the post
   if (a.mode == WriteMode::memory_split) {
+    // The run from the twin staging ring, whose commit words are 0, then each slot's commit
+    // word in a WRITE of its own: k + 1 WRs for k slots. The reader sees 0 (not yet) until
+    // the commit lands, which is placed after the data WRITE posted before it.
+    const auto len = static_cast<std::uint32_t>((to - from) * sizeof(Slot));
+    add_write(a, remote(from), &staging[staging_slots_ + (from & smask)], len, a.staging_lkey);
     for (std::uint64_t s = from; s < to; ++s) {
-      const Slot& src = staging[s & smask];
-      add_write(a, remote(s), &src, kCommitOffset, a.staging_lkey);
-      add_write(a, remote(s) + kCommitOffset, &src.words[kSeqWord], 8, a.staging_lkey);
-      if (a.max_inline < kCommitOffset) ++staged;
+      add_write(a, remote(s) + kCommitOffset, &staging[s & smask].words[kSeqWord], 8,
+                a.staging_lkey);
     }
+    if (len > a.max_inline || a.max_inline < 8) staged = to - from;
   } else {
     const auto len = static_cast<std::uint32_t>((to - from) * sizeof(Slot));
     add_write(a, remote(from), &staging[from & smask], len, a.staging_lkey);
@@ -395,6 +405,12 @@ void RcPublisher::heartbeat(std::uint64_t now) noexcept {
     n_wr_ = 0;
     add_write(a, a.region_addr + offsetof(ControlBlock, heartbeat), &h, 3 * sizeof(std::uint64_t),
               a.source_lkey);
+    if (a.mode == WriteMode::cq) {
+      // With an immediate: every tick before `sent` has been written or dropped for it, which
+      // a CQ-polling subscriber cannot learn otherwise once we stop writing to it.
+      wr_[0].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+      wr_[0].imm_data = htonl(static_cast<std::uint32_t>(a.sent - 1));
+    }
     (void)post(a, 0, 0, false);
   }
 }
@@ -453,11 +469,18 @@ void RcPublisher::sweep() noexcept {
 
 void RcPublisher::recompute_limits() noexcept {
   std::uint64_t m = capacity_;
+  std::uint32_t split = 0;
   for (std::uint32_t i = 0; i < n_active_; ++i) {
-    if (!active_[i].dead) m = std::min(m, active_[i].capacity);
+    if (active_[i].dead) continue;
+    m = std::min(m, active_[i].capacity);
+    if (active_[i].mode == WriteMode::memory_split) ++split;
   }
-  for (std::uint32_t i = 0; i < n_pending_; ++i) m = std::min(m, pending_[i].capacity);
+  for (std::uint32_t i = 0; i < n_pending_; ++i) {
+    m = std::min(m, pending_[i].capacity);
+    if (pending_[i].mode == WriteMode::memory_split) ++split;
+  }
   min_capacity_ = m;
+  split_links_ = split;
 }
 
 void RcPublisher::reconcile() noexcept {
@@ -483,6 +506,7 @@ void RcPublisher::reconcile() noexcept {
         p.first_seq = next_seq_;
         p.capacity = std::uint64_t{1} << l.req.capacity_log2;
         p.policy = static_cast<SlowConsumerPolicy>(l.req.policy);
+        p.mode = static_cast<WriteMode>(l.req.mode);
         if (!cas(l.state, LinkState::joining, LinkState::reserved)) drop_pending(n_pending_ - 1);
         break;
       }

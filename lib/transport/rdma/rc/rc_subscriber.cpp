@@ -154,6 +154,12 @@ std::unique_ptr<RcSubscriber::Connection> RcSubscriber::connect(std::uint64_t ca
     c->id.emplace(c->channel, RDMA_PS_TCP);
     rdma::resolve(*c->id, c->channel, dst, r.connect_timeout);
   } catch (const Error& e) {
+    const std::error_code ec = e.code();
+    if (ec == std::errc::network_unreachable || ec == std::errc::host_unreachable ||
+        ec == std::errc::address_not_available) {
+      throw Error(Errc::not_found, what + ": no RDMA device has a route to " + r.address + " (" +
+                                       e.what() + ")");
+    }
     throw wrap(e);
   }
   const std::string dev = rdma::device_name(c->id->verbs());
@@ -193,8 +199,9 @@ std::unique_ptr<RcSubscriber::Connection> RcSubscriber::connect(std::uint64_t ca
   // publisher wait for one (RNR), within what the device allows.
   const std::uint64_t max_wr = dattr.max_qp_wr > 0 ? static_cast<std::uint64_t>(dattr.max_qp_wr) : 4096;
   recv_batch_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(r.recv_batch, max_wr / 2));
-  c->recv_depth = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(
-      std::min<std::uint64_t>(capacity, 4096), 2 * std::uint64_t{recv_batch_}, max_wr));
+  // (A whole ring of one-slot WRITEs, and room for the heartbeats that follow them.)
+  c->recv_depth = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+      std::min<std::uint64_t>(capacity, 4096) + 2 * std::uint64_t{recv_batch_}, max_wr));
   try {
     c->send_cq.emplace(c->id->verbs(), static_cast<int>(credit_depth_));
     c->recv_cq.emplace(c->id->verbs(), cq_wanted ? static_cast<int>(c->recv_depth) : 1);
