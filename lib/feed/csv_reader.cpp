@@ -78,29 +78,36 @@ bool parse_price(std::string_view s, std::int64_t& out, const char*& why) {
     why = "has more than 4 decimals";
     return false;
   }
-  std::uint64_t w = 0;
-  std::uint64_t f = 0;
+  // The magnitude in kPriceScale units, at most 2^63 - 1 (2^63 when negative: INT64_MIN).
+  std::uint64_t mag = 0;
+  const std::uint64_t limit = neg ? std::uint64_t{1} << 63 : (std::uint64_t{1} << 63) - 1;
   for (char c : whole) {
     if (c < '0' || c > '9') {
       why = "is not a decimal number";
       return false;
     }
-    if (w > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max() / kPriceScale) / 10) {
+    if (__builtin_mul_overflow(mag, 10u, &mag) ||
+        __builtin_add_overflow(mag, static_cast<unsigned>(c - '0'), &mag) || mag > limit) {
       why = "is out of range";
       return false;
     }
-    w = w * 10 + static_cast<std::uint64_t>(c - '0');
   }
+  std::uint64_t f = 0;
   for (char c : frac) {
     if (c < '0' || c > '9') {
       why = "is not a decimal number";
       return false;
     }
-    f = f * 10 + static_cast<std::uint64_t>(c - '0');
+    f = f * 10 + static_cast<unsigned>(c - '0');
   }
   for (std::size_t i = frac.size(); i < 4; ++i) f *= 10;
-  const auto v = static_cast<std::int64_t>(w) * kPriceScale + static_cast<std::int64_t>(f);
-  out = neg ? -v : v;
+  if (__builtin_mul_overflow(mag, static_cast<std::uint64_t>(kPriceScale), &mag) ||
+      __builtin_add_overflow(mag, f, &mag) || mag > limit) {
+    why = "is out of range";
+    return false;
+  }
+  // Two's complement wrap (defined since C++20) turns 2^63 into INT64_MIN.
+  out = static_cast<std::int64_t>(neg ? 0 - mag : mag);
   return true;
 }
 

@@ -163,6 +163,11 @@ int main(int argc, char** argv) {
   const std::string odd = "Kind, price ,qty\nTRADE,1.5,10\nstatus,,\nadd,1.23456,1\n";
   put(out / "csv" / "all-columns", with_mode(0, Bytes(csv.begin(), csv.end())));
   put(out / "csv" / "few-columns", with_mode(1, Bytes(odd.begin(), odd.end())));
+  const std::string edges =
+      "kind,price,qty,aux,flags\n"
+      "quote,922337203685477.5807,4294967295,-922337203685477.5808,65535\n"
+      "add,-0.0001,0,18446744073709551615,0\n";
+  put(out / "csv" / "edges", with_mode(1, Bytes(edges.begin(), edges.end())));
   std::ofstream(argv[2]) << "ok\n";  // tells the build the corpus is written
   return 0;
 }

@@ -5,13 +5,14 @@
 // Price(4) (4 implied decimals, the Tick's own scale) except the MWCB levels, Price(8). Every
 // message starts with type (1), stock locate (2), tracking number (2), timestamp (6): the views
 // share these accessors through MessageView. A view never owns or copies its bytes; it is valid
-// only after check() said ok for them (no accessor checks bounds again).
+// only after check() said ok for them (no accessor checks bounds again), which as<View>() does.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 namespace tickrail::feed::itch {
@@ -143,11 +144,13 @@ class MessageView {
 // One view per message type; field names and offsets follow the specification's tables.
 struct SystemEvent : MessageView {
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::SystemEvent;
   [[nodiscard]] char event_code() const noexcept { return ch(11); }
 };
 
 struct StockDirectory : MessageView {
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::StockDirectory;
   [[nodiscard]] std::string_view stock() const noexcept { return str(11, 8); }
   [[nodiscard]] char market_category() const noexcept { return ch(19); }
   [[nodiscard]] char financial_status() const noexcept { return ch(20); }
@@ -166,6 +169,7 @@ struct StockDirectory : MessageView {
 
 struct TradingAction : MessageView {
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::TradingAction;
   [[nodiscard]] std::string_view stock() const noexcept { return str(11, 8); }
   [[nodiscard]] char trading_state() const noexcept { return ch(19); }
   [[nodiscard]] char reserved() const noexcept { return ch(20); }
@@ -174,12 +178,14 @@ struct TradingAction : MessageView {
 
 struct RegSho : MessageView {
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::RegSho;
   [[nodiscard]] std::string_view stock() const noexcept { return str(11, 8); }
   [[nodiscard]] char action() const noexcept { return ch(19); }
 };
 
 struct ParticipantPosition : MessageView {
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::ParticipantPosition;
   [[nodiscard]] std::string_view mpid() const noexcept { return str(11, 4); }
   [[nodiscard]] std::string_view stock() const noexcept { return str(15, 8); }
   [[nodiscard]] char primary_market_maker() const noexcept { return ch(23); }
@@ -189,6 +195,7 @@ struct ParticipantPosition : MessageView {
 
 struct MwcbDecline : MessageView {
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::MwcbDecline;
   // Price(8): 8 implied decimals.
   [[nodiscard]] std::int64_t level1() const noexcept { return price8(11); }
   [[nodiscard]] std::int64_t level2() const noexcept { return price8(19); }
@@ -197,11 +204,13 @@ struct MwcbDecline : MessageView {
 
 struct MwcbStatus : MessageView {
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::MwcbStatus;
   [[nodiscard]] char breached_level() const noexcept { return ch(11); }
 };
 
 struct IpoQuotingPeriod : MessageView {
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::IpoQuotingPeriod;
   [[nodiscard]] std::string_view stock() const noexcept { return str(11, 8); }
   [[nodiscard]] std::uint32_t release_time_s() const noexcept { return u32(19); }
   [[nodiscard]] char release_qualifier() const noexcept { return ch(23); }
@@ -210,6 +219,7 @@ struct IpoQuotingPeriod : MessageView {
 
 struct LuldCollar : MessageView {
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::LuldCollar;
   [[nodiscard]] std::string_view stock() const noexcept { return str(11, 8); }
   [[nodiscard]] std::int64_t reference_price() const noexcept { return price4(19); }
   [[nodiscard]] std::int64_t upper_price() const noexcept { return price4(23); }
@@ -219,6 +229,7 @@ struct LuldCollar : MessageView {
 
 struct OperationalHalt : MessageView {
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::OperationalHalt;
   [[nodiscard]] std::string_view stock() const noexcept { return str(11, 8); }
   [[nodiscard]] char market_code() const noexcept { return ch(19); }
   [[nodiscard]] char halt_action() const noexcept { return ch(20); }
@@ -226,6 +237,7 @@ struct OperationalHalt : MessageView {
 
 struct AddOrder : MessageView {  // 'A', and the common part of 'F'
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::AddOrder;
   [[nodiscard]] std::uint64_t order_ref() const noexcept { return u64(11); }
   [[nodiscard]] char side() const noexcept { return ch(19); }
   [[nodiscard]] std::uint32_t shares() const noexcept { return u32(20); }
@@ -235,11 +247,13 @@ struct AddOrder : MessageView {  // 'A', and the common part of 'F'
 
 struct AddOrderMpid : AddOrder {
   using AddOrder::AddOrder;
+  static constexpr MsgType kType = MsgType::AddOrderMpid;
   [[nodiscard]] std::string_view attribution() const noexcept { return str(36, 4); }
 };
 
 struct OrderExecuted : MessageView {  // 'E', and the common part of 'C'
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::OrderExecuted;
   [[nodiscard]] std::uint64_t order_ref() const noexcept { return u64(11); }
   [[nodiscard]] std::uint32_t executed_shares() const noexcept { return u32(19); }
   [[nodiscard]] std::uint64_t match_number() const noexcept { return u64(23); }
@@ -247,23 +261,27 @@ struct OrderExecuted : MessageView {  // 'E', and the common part of 'C'
 
 struct OrderExecutedPrice : OrderExecuted {
   using OrderExecuted::OrderExecuted;
+  static constexpr MsgType kType = MsgType::OrderExecutedPrice;
   [[nodiscard]] char printable() const noexcept { return ch(31); }
   [[nodiscard]] std::int64_t execution_price() const noexcept { return price4(32); }
 };
 
 struct OrderCancel : MessageView {
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::OrderCancel;
   [[nodiscard]] std::uint64_t order_ref() const noexcept { return u64(11); }
   [[nodiscard]] std::uint32_t cancelled_shares() const noexcept { return u32(19); }
 };
 
 struct OrderDelete : MessageView {
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::OrderDelete;
   [[nodiscard]] std::uint64_t order_ref() const noexcept { return u64(11); }
 };
 
 struct OrderReplace : MessageView {
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::OrderReplace;
   [[nodiscard]] std::uint64_t original_ref() const noexcept { return u64(11); }
   [[nodiscard]] std::uint64_t new_ref() const noexcept { return u64(19); }
   [[nodiscard]] std::uint32_t shares() const noexcept { return u32(27); }
@@ -272,6 +290,7 @@ struct OrderReplace : MessageView {
 
 struct Trade : MessageView {
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::Trade;
   [[nodiscard]] std::uint64_t order_ref() const noexcept { return u64(11); }
   [[nodiscard]] char side() const noexcept { return ch(19); }
   [[nodiscard]] std::uint32_t shares() const noexcept { return u32(20); }
@@ -282,6 +301,7 @@ struct Trade : MessageView {
 
 struct CrossTrade : MessageView {
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::CrossTrade;
   [[nodiscard]] std::uint64_t shares() const noexcept { return u64(11); }
   [[nodiscard]] std::string_view stock() const noexcept { return str(19, 8); }
   [[nodiscard]] std::int64_t cross_price() const noexcept { return price4(27); }
@@ -291,11 +311,13 @@ struct CrossTrade : MessageView {
 
 struct BrokenTrade : MessageView {
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::BrokenTrade;
   [[nodiscard]] std::uint64_t match_number() const noexcept { return u64(11); }
 };
 
 struct Noii : MessageView {
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::Noii;
   [[nodiscard]] std::uint64_t paired_shares() const noexcept { return u64(11); }
   [[nodiscard]] std::uint64_t imbalance_shares() const noexcept { return u64(19); }
   [[nodiscard]] char imbalance_direction() const noexcept { return ch(27); }
@@ -309,12 +331,14 @@ struct Noii : MessageView {
 
 struct RetailInterest : MessageView {
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::RetailInterest;
   [[nodiscard]] std::string_view stock() const noexcept { return str(11, 8); }
   [[nodiscard]] char interest_flag() const noexcept { return ch(19); }
 };
 
 struct DirectListing : MessageView {
   using MessageView::MessageView;
+  static constexpr MsgType kType = MsgType::DirectListing;
   [[nodiscard]] std::string_view stock() const noexcept { return str(11, 8); }
   [[nodiscard]] char open_eligibility() const noexcept { return ch(19); }
   [[nodiscard]] std::int64_t min_allowable_price() const noexcept { return price4(20); }
@@ -324,5 +348,16 @@ struct DirectListing : MessageView {
   [[nodiscard]] std::int64_t lower_collar() const noexcept { return price4(40); }
   [[nodiscard]] std::int64_t upper_collar() const noexcept { return price4(44); }
 };
+
+// The typed view of a message when it is of View's type and exactly its length, else nullopt:
+//   if (auto add = itch::as<itch::AddOrder>(msg, len)) use(add->price());
+template <class View>
+[[nodiscard]] std::optional<View> as(const std::uint8_t* msg, std::size_t len) noexcept {
+  if (len == 0 || msg[0] != static_cast<std::uint8_t>(View::kType) ||
+      len != length_of(View::kType)) {
+    return std::nullopt;
+  }
+  return View(msg);
+}
 
 }  // namespace tickrail::feed::itch

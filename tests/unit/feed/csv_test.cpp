@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,30 @@ TEST_CASE("csvReadsColumnsInAnyOrderWithCommentsBlankLinesAndCrlf") {
   REQUIRE(t[2].price == 0);
   REQUIRE(t[2].seq == 3);
   REQUIRE(r.line() == 7);
+}
+
+TEST_CASE("csvPricesReachTheInt64LimitsExactly") {
+  const std::string text =
+      "kind,price\n"
+      "add,922337203685477.5807\n"
+      "add,-922337203685477.5808\n"
+      "add,+0.5\n";
+  CsvTickReader r(text, "t.csv", {});
+  const auto t = read_all(r);
+  REQUIRE(t.size() == 3);
+  REQUIRE(t[0].price == std::numeric_limits<std::int64_t>::max());
+  REQUIRE(t[1].price == std::numeric_limits<std::int64_t>::min());
+  REQUIRE(t[2].price == 5'000);
+  // The writer prints both limits back as the reader takes them.
+  std::string s;
+  CsvTickWriter::format_price(std::numeric_limits<std::int64_t>::min(), s);
+  REQUIRE(s == "-922337203685477.5808");
+  for (const char* bad : {"922337203685477.5808", "-922337203685477.5809", "922337203685478",
+                          "99999999999999999999999"}) {
+    INFO(bad);
+    REQUIRE(error_of(std::string("kind,price\nadd,") + bad + "\n").find("is out of range") !=
+            std::string::npos);
+  }
 }
 
 TEST_CASE("csvHeaderErrorsNameLineAndColumn") {

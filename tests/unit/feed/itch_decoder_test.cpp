@@ -2,6 +2,8 @@
 
 #include <cstring>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "itch_samples.hpp"
@@ -109,6 +111,40 @@ TEST_CASE("typedViewsReadEveryFieldAtItsOffset") {
   const itch::DirectListing o(msgs[22].data());
   REQUIRE(o.near_execution_time() == test::kTs - 1);
   REQUIRE(o.upper_collar() == 550'000);
+}
+
+TEST_CASE("asYieldsATypedViewOnlyForItsTypeAndLength") {
+  ItchWriter w;
+  test::write_every_type(w);
+  const auto msgs = split(w.bytes());
+  // One view type per message type, in the specification's order.
+  using Views = std::tuple<itch::SystemEvent, itch::StockDirectory, itch::TradingAction,
+                           itch::RegSho, itch::ParticipantPosition, itch::MwcbDecline,
+                           itch::MwcbStatus, itch::IpoQuotingPeriod, itch::LuldCollar,
+                           itch::OperationalHalt, itch::AddOrder, itch::AddOrderMpid,
+                           itch::OrderExecuted, itch::OrderExecutedPrice, itch::OrderCancel,
+                           itch::OrderDelete, itch::OrderReplace, itch::Trade, itch::CrossTrade,
+                           itch::BrokenTrade, itch::Noii, itch::RetailInterest,
+                           itch::DirectListing>;
+  STATIC_REQUIRE(std::tuple_size_v<Views> == itch::kAllTypes.size());
+  int matched = 0;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((matched += [&] {
+       using V = std::tuple_element_t<I, Views>;
+       const auto& m = msgs[I];
+       REQUIRE(V::kType == itch::kAllTypes[I]);
+       const auto v = itch::as<V>(m.data(), m.size());
+       REQUIRE(v.has_value());
+       REQUIRE(v->timestamp() == test::kTs);
+       REQUIRE_FALSE(itch::as<V>(m.data(), m.size() - 1).has_value());
+       const auto& other = msgs[(I + 1) % msgs.size()];
+       REQUIRE_FALSE(itch::as<V>(other.data(), other.size()).has_value());
+       return 1;
+     }()), ...);
+  }(std::make_index_sequence<std::tuple_size_v<Views>>());
+  REQUIRE(matched == 23);
+  const auto add = itch::as<itch::AddOrder>(msgs[10].data(), msgs[10].size());
+  REQUIRE(add->price() == 3'187'500);
 }
 
 TEST_CASE("decoderMapsOrderFlowToTicks") {
