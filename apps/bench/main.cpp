@@ -11,6 +11,9 @@
 //
 // Latency rounds send one tick at a time at a fixed gap (no queueing); throughput rounds push
 // as fast as the consumer allows, one tick per call, the consumer draining in batches.
+//
+// --stats on|off|both: tickrail's live counters (stats.hpp) on, off, or both: a second channel
+// with counters off runs in the same rounds, and the p50 ratio on/off says what they cost.
 #include <boost/lockfree/spsc_queue.hpp>
 
 #include <CLI/CLI.hpp>
@@ -21,6 +24,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -44,6 +48,7 @@ struct Options {
   int sender_cpu = 0;
   int receiver_cpu = 1;
   std::string json_path;
+  std::string stats = "on";  // on, off, both
 };
 
 // Two threads on two pinned cores: the caller runs `send`, a new thread runs `receive`.
@@ -244,6 +249,9 @@ int main(int argc, char** argv) {
   app.add_option("--sender-cpu", o.sender_cpu, "core of the sending thread");
   app.add_option("--receiver-cpu", o.receiver_cpu, "core of the receiving thread");
   app.add_option("--json", o.json_path, "write the figures as JSON to this file");
+  app.add_option("--stats", o.stats, "live counters: on, off, or both (compared in the same rounds)")
+      ->check(CLI::IsMember({"on", "off", "both"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -265,9 +273,11 @@ int main(int argc, char** argv) {
     pc.channel = "bench-" + std::to_string(::getpid());
     pc.max_subscribers = 1;
     pc.ring_capacity = 4096;
+    pc.stats = o.stats != "off";
     Publisher pub(pc);
     SubscriberConfig sc;
     sc.channel = pc.channel;
+    sc.stats = pc.stats;
     Subscriber sub(sc);
     for (int i = 0; i < 1000 && pub.subscriber_count() == 0; ++i) {
       pub.service();
@@ -277,10 +287,36 @@ int main(int argc, char** argv) {
       std::cerr << "tickrail-bench: the subscriber never became active\n";
       return 1;
     }
+    // --stats both: the same channel again with counters off, run in the same rounds.
+    const bool both = o.stats == "both";
+    std::optional<Publisher> pub_off;
+    std::optional<Subscriber> sub_off;
+    if (both) {
+      PublisherConfig pc2 = pc;
+      pc2.channel += "-nostats";
+      pc2.stats = false;
+      pub_off.emplace(pc2);
+      SubscriberConfig sc2 = sc;
+      sc2.channel = pc2.channel;
+      sc2.stats = false;
+      sub_off.emplace(sc2);
+      for (int i = 0; i < 1000 && pub_off->subscriber_count() == 0; ++i) {
+        pub_off->service();
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      if (!sub_off->wait_active(std::chrono::seconds(5))) {
+        std::cerr << "tickrail-bench: the counters-off subscriber never became active\n";
+        return 1;
+      }
+    }
+    std::printf("  live counters: %s\n", both ? "on and off, alternating in each round"
+                                               : (pc.stats ? "on" : "off"));
     boost::lockfree::spsc_queue<Tick> q(4096);
 
     Histogram h_floor, h_spsc, h_tr;
     std::vector<double> r_spsc, r_tr, tp_spsc, tp_tr, tp_ratio;
+    Histogram h_off, h_on_paired;  // --stats both: adjacent on/off rounds
+    std::vector<double> r_stats, tp_stats;  // per round: counters on / counters off
     for (int r = 0; r < o.rounds; ++r) {
       // Alternate the order within a round so neither contender always follows the floor.
       const double f = floor_round(o, h_floor);
@@ -294,23 +330,46 @@ int main(int argc, char** argv) {
       }
       r_spsc.push_back(s / f);
       r_tr.push_back(t / f);
+      double t_off = 0, b_off = 0;
+      if (both) {
+        // Counters off right before or right after counters on, alternating.
+        if (r % 2 == 0) {
+          t_off = tickrail_latency_round(o, *pub_off, *sub_off, h_off);
+          const double again = tickrail_latency_round(o, pub, sub, h_on_paired);
+          r_stats.push_back(again / t_off);
+        } else {
+          const double again = tickrail_latency_round(o, pub, sub, h_on_paired);
+          t_off = tickrail_latency_round(o, *pub_off, *sub_off, h_off);
+          r_stats.push_back(again / t_off);
+        }
+      }
       const double a = spsc_throughput_round(o, q);
       const double b = tickrail_throughput_round(o, pub, sub);
+      if (both) {
+        b_off = tickrail_throughput_round(o, *pub_off, *sub_off);
+        tp_stats.push_back(b / b_off);
+      }
       tp_spsc.push_back(a);
       tp_tr.push_back(b);
       tp_ratio.push_back(b / a);
       std::printf("  round %2d: floor p50 %6.1f ns | spsc p50 %6.1f ns (%.2fx) | tickrail p50 %6.1f "
                   "ns (%.2fx) | throughput spsc %6.2f M/s, tickrail %6.2f M/s (%.2fx)\n",
                   r + 1, f, s, s / f, t, t / f, a / 1e6, b / 1e6, b / a);
+      if (both) {
+        std::printf("            counters off: p50 %6.1f ns, on/off p50 %.3f | throughput %6.2f M/s, "
+                    "on/off %.3f\n",
+                    t_off, r_stats.back(), b_off / 1e6, tp_stats.back());
+      }
       std::fflush(stdout);
     }
     auto med = [](std::vector<double> v) {
       std::sort(v.begin(), v.end());
       return v[v.size() / 2];
     };
-    const std::vector<TableRow> rows{{"floor (RTT/2)", summarize(h_floor)},
-                                     {"spsc_queue", summarize(h_spsc)},
-                                     {"tickrail shm", summarize(h_tr)}};
+    std::vector<TableRow> rows{{"floor (RTT/2)", summarize(h_floor)},
+                               {"spsc_queue", summarize(h_spsc)},
+                               {"tickrail shm", summarize(h_tr)}};
+    if (both) rows.push_back({"tickrail, no stats", summarize(h_off)});
     std::printf("\none-way latency over all rounds (ns; floor is half a ping-pong round trip):\n%s",
                 format_table(rows).c_str());
     std::printf("\nper-round medians, ratio to the same round's floor p50 (median over rounds):\n"
@@ -319,6 +378,11 @@ int main(int argc, char** argv) {
     std::printf("throughput, median over rounds: spsc_queue %.2f M ticks/s, tickrail %.2f M ticks/s; "
                 "tickrail/spsc %.2fx (median of per-round ratios)\n",
                 med(tp_spsc) / 1e6, med(tp_tr) / 1e6, med(tp_ratio));
+    if (both) {
+      std::printf("live counters, on/off in the same rounds (median of per-round ratios): "
+                  "p50 %.3f, throughput %.3f\n",
+                  med(r_stats), med(tp_stats));
+    }
 
     nlohmann::json j;
     j["machine"] = {{"cpu", cpu_model()}, {"clock", clk.describe()},
@@ -330,6 +394,12 @@ int main(int argc, char** argv) {
     j["p50_ratio_to_floor_median"] = {{"spsc_queue", med(r_spsc)}, {"tickrail_shm", med(r_tr)}};
     j["throughput_ticks_per_s_median"] = {{"spsc_queue", med(tp_spsc)}, {"tickrail_shm", med(tp_tr)}};
     j["throughput_ratio_tickrail_to_spsc_median"] = med(tp_ratio);
+    j["stats"] = o.stats;
+    if (both) {
+      j["latency_ns"]["tickrail_shm_no_stats"] = to_json(summarize(h_off));
+      j["stats_on_off_p50_ratio_median"] = med(r_stats);
+      j["stats_on_off_throughput_ratio_median"] = med(tp_stats);
+    }
     if (!o.json_path.empty()) {
       std::ofstream out(o.json_path);
       out << j.dump(2) << "\n";

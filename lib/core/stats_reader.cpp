@@ -68,7 +68,8 @@ class Mapping {
   std::size_t n_;
 };
 
-bool read_identity(const Block& b, BlockSnapshot& out) {
+// Returns the identity's sequence number (even), or 0 when it could not be read.
+std::uint64_t read_identity(const Block& b, BlockSnapshot& out) {
   for (int t = 0; t < kSeqlockTries; ++t) {
     const std::uint64_t s1 = b.identity_seq.load(std::memory_order_acquire);
     if (s1 & 1U) continue;
@@ -80,15 +81,15 @@ bool read_identity(const Block& b, BlockSnapshot& out) {
     if (b.identity_seq.load(std::memory_order_relaxed) != s1) continue;
     if (kind != static_cast<std::uint64_t>(BlockKind::publisher) &&
         kind != static_cast<std::uint64_t>(BlockKind::subscriber)) {
-      return false;
+      return 0;
     }
     out.kind = static_cast<BlockKind>(kind);
     out.transport = transport_name(transport);
     out.registered_ns = reg;
     out.label = std::move(label);
-    return true;
+    return s1;
   }
-  return false;
+  return 0;
 }
 
 void read_rows(const Block& b, BlockSnapshot& out) {
@@ -207,7 +208,8 @@ ProcessSnapshot read_impl(const std::string& path, const std::string& proc_root,
     if (b.in_use.load(std::memory_order_acquire) != 1) continue;
     BlockSnapshot s;
     s.index = i;
-    if (!read_identity(b, s)) continue;
+    const std::uint64_t identity = read_identity(b, s);
+    if (identity == 0) continue;
     const std::uint32_t st_raw = b.state.load(std::memory_order_relaxed);
     s.state = st_raw <= static_cast<std::uint32_t>(EndpointState::closed)
                   ? static_cast<EndpointState>(st_raw)
@@ -216,8 +218,12 @@ ProcessSnapshot read_impl(const std::string& path, const std::string& proc_root,
       s.counters[c] = b.counters[c].load(std::memory_order_relaxed);
     }
     if (s.kind == BlockKind::publisher) read_rows(b, s);
-    // Re-check that the block was not released and reused while we read it.
-    if (b.in_use.load(std::memory_order_acquire) != 1) continue;
+    // Re-check that the block was not released (and perhaps reused) while we read it.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (b.in_use.load(std::memory_order_relaxed) != 1 ||
+        b.identity_seq.load(std::memory_order_relaxed) != identity) {
+      continue;
+    }
     p.blocks.push_back(std::move(s));
   }
   return p;
