@@ -26,6 +26,7 @@
 
 #include "tickrail/clock.hpp"
 #include "tickrail/histogram.hpp"
+#include "tickrail/idle.hpp"
 #include "tickrail/publisher.hpp"
 #include "tickrail/subscriber.hpp"
 
@@ -43,6 +44,9 @@ struct Common {
   std::uint16_t port = 7600;
   bool json = false;
   int timeout_s = 120;
+  // busy_spin is the production choice on an isolated core; yield lets the kernel's softirq
+  // work (rxe runs the multicast loopback there) onto a shared CPU promptly.
+  IdleKind idle = IdleKind::busy_spin;
 };
 
 PublisherConfig pub_config(const Common& c, const std::string& group, std::uint16_t port,
@@ -100,6 +104,7 @@ int pong(const Common& c, std::uint64_t total, int ready_fd) {
   Histogram one_way(1, 10'000'000'000ULL, 3);
   std::uint64_t seen = 0;
   const auto t0 = SteadyClock::now();
+  IdleStrategy idle(c.idle);
   auto echo = [&](const Tick& t) {
     const std::uint64_t now = Clock::now();
     if (now > t.send_ts) one_way.record(static_cast<std::uint64_t>(clock.to_ns(now - t.send_ts)));
@@ -108,7 +113,9 @@ int pong(const Common& c, std::uint64_t total, int ready_fd) {
     ++seen;
   };
   while (seen < total && seconds_since(t0) < c.timeout_s) {
-    if (sub.poll(echo, 16) == 0) pub.service();
+    const std::size_t n = sub.poll(echo, 16);
+    if (n == 0) pub.service();
+    idle.idle(static_cast<int>(n));
   }
   print_hist("tickrail UD one-way (pong side, TSC)", one_way, c.json);
   return seen == total ? 0 : 1;
@@ -142,6 +149,7 @@ int lat(Common c, std::uint64_t iters, std::uint64_t warmup) {
   Histogram rtt_half(1, 10'000'000'000ULL, 3);
   bool got = false;
   auto on_echo = [&](const Tick&) { got = true; };
+  IdleStrategy idle(c.idle);
   const auto t0 = SteadyClock::now();
   for (std::uint64_t i = 0; i < iters + warmup; ++i) {
     Tick t{};
@@ -150,7 +158,9 @@ int lat(Common c, std::uint64_t iters, std::uint64_t warmup) {
     const std::uint64_t start = Clock::now();
     (void)pub.publish(t);
     while (!got) {
-      if (sub.poll(on_echo, 1) == 0 && seconds_since(t0) > c.timeout_s) break;
+      const std::size_t n = sub.poll(on_echo, 1);
+      if (n == 0 && seconds_since(t0) > c.timeout_s) break;
+      if (n == 0) idle.idle(0);
     }
     if (!got) {
       std::fprintf(stderr, "tickrail-bench-ud: no echo for ping %" PRIu64 "\n", i);
@@ -314,6 +324,8 @@ int main(int argc, char** argv) {
   app.add_option("--port", c.port, "first rdma_cm port for recovery");
   app.add_option("--timeout", c.timeout_s, "seconds any phase may take");
   app.add_flag("--json", c.json, "JSON lines instead of a table");
+  std::string idle_name = "busy_spin";
+  app.add_option("--idle", idle_name, "idle strategy of the polling loops: busy_spin, yield");
   std::uint64_t iters = 10000;
   std::uint64_t warmup = 1000;
   auto* l = app.add_subcommand("lat", "ping-pong latency");
@@ -330,6 +342,7 @@ int main(int argc, char** argv) {
   f->add_option("--rate", rate, "ticks per second, 0: unpaced");
   CLI11_PARSE(app, argc, argv);
   try {
+    c.idle = parse_idle_kind(idle_name);
     return l->parsed() ? lat(c, iters, warmup) : fanout(c, subscribers, count, batch, rate);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tickrail-bench-ud: %s\n", e.what());

@@ -165,8 +165,8 @@ void UdSubscriber::close() noexcept {
 }
 
 void UdSubscriber::teardown() noexcept {
-  conductor_.request_stop();
-  if (conductor_.joinable()) conductor_.join();
+  // The conductor is stopped by then: by close() in the destructor, or never started when a
+  // constructor throws (conductor_, declared after teardown_, is already gone: never touch it).
   // Leave the groups and destroy the QPs before their CQ and PD, the ids after.
   for (auto& g : groups_) {
     g->recovery.reset();

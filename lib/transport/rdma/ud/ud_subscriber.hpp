@@ -151,7 +151,8 @@ class UdSubscriber final : public detail::SubscriberTransport {
   void teardown() noexcept;
 
   // Releases the verbs objects in dependency order however construction ended (declared after
-  // the objects it releases, so it runs before their own destructors).
+  // the objects it releases, so it runs before their own destructors; before conductor_, so it
+  // runs after the conductor thread has been joined).
   struct Teardown {
     UdSubscriber* self;
     ~Teardown() { self->teardown(); }
