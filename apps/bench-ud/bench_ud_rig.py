@@ -74,6 +74,10 @@ def main() -> int:
     print("== latency: perftest ib_send_lat -c UD -s 64 (unicast; RTT/2)", flush=True)
     out = perftest("ib_send_lat", dev, addr, ["-n", str(args.iters)], 120)
     print(out, flush=True)
+    print("== latency: raw verbs UD multicast ping-pong, 128-byte inline datagrams (the floor)",
+          flush=True)
+    run([args.exe, "--address", addr, "--device", dev, "--port", 7680, "floor",
+         "--iters", args.iters], 300)
     for idle in ("busy_spin", "yield"):
         print(f"== latency: tickrail-bench-ud lat --idle {idle} (UD multicast, 64-byte ticks, "
               "128-byte datagrams)", flush=True)

@@ -4,16 +4,23 @@
 //       ping-pong over two groups (ping -> pong on one, pong -> ping on the other), one process
 //       each: RTT/2 percentiles (what perftest's ib_send_lat reports as t_typical), and the
 //       pong side's one-way latency from the tick's send timestamp (same host, same TSC).
+//   tickrail-bench-ud floor  --address A [--iters N]
+//       the same ping-pong in raw verbs (rdma_cm joins, UD QPs, inline sends): the floor.
 //   tickrail-bench-ud fanout --address A [--device D] [--subscribers K] [--count N]
 //                            [--batch T] [--rate R]
 //       one publisher, K subscriber processes: ticks/s offered and delivered, and the time the
 //       publisher spends in publish() per tick (its CPU cost), paced at R ticks/s or unpaced.
 // Figures are printed as a table and, with --json, as one JSON object per line. Processes are
 // forked before any RDMA resource exists. Every wait is bounded.
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <netdb.h>
+#include <rdma/rdma_cma.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -176,6 +183,186 @@ int lat(Common c, std::uint64_t iters, std::uint64_t warmup) {
   return rtt_half.count() == iters && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
+
+// --- floor: the same ping-pong in raw verbs, no tickrail ---
+//
+// What UD multicast itself costs on this device: rdma_cm joins, one UD QP per group, 128-byte
+// inline sends (a header and one tick), busy-polled CQs. perftest's ib_send_lat -c UD -g would
+// be the reference, but it joins through the InfiniBand SA, which RoCE (and rxe) does not have.
+
+struct RawGroup {
+  rdma_event_channel* ch = nullptr;
+  rdma_cm_id* id = nullptr;
+  ibv_pd* pd = nullptr;
+  ibv_cq* cq = nullptr;
+  ibv_mr* mr = nullptr;
+  std::vector<char> buf;
+  ibv_ah* ah = nullptr;
+  std::uint32_t qpn = 0;
+  std::uint32_t qkey = 0;
+  sockaddr_storage group{};
+  static constexpr int kRecv = 64;
+  static constexpr std::size_t kSlot = 2048;
+
+  ~RawGroup() {
+    if (ah != nullptr) ibv_destroy_ah(ah);
+    if (id != nullptr && qpn != 0) rdma_leave_multicast(id, reinterpret_cast<sockaddr*>(&group));
+    if (id != nullptr && id->qp != nullptr) rdma_destroy_qp(id);
+    if (cq != nullptr) ibv_destroy_cq(cq);
+    if (mr != nullptr) ibv_dereg_mr(mr);
+    if (pd != nullptr) ibv_dealloc_pd(pd);
+    if (id != nullptr) rdma_destroy_id(id);
+    if (ch != nullptr) rdma_destroy_event_channel(ch);
+  }
+
+  static bool resolve(const std::string& host, sockaddr_storage& out) {
+    addrinfo* res = nullptr;
+    if (getaddrinfo(host.c_str(), nullptr, nullptr, &res) != 0 || res == nullptr) return false;
+    std::memcpy(&out, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return true;
+  }
+
+  bool wait(rdma_cm_event_type want) {
+    rdma_cm_event* ev = nullptr;
+    if (rdma_get_cm_event(ch, &ev) != 0) return false;
+    const bool ok = ev->event == want && ev->status == 0;
+    if (ok && want == RDMA_CM_EVENT_MULTICAST_JOIN) {
+      ah = ibv_create_ah(pd, &ev->param.ud.ah_attr);
+      qpn = ev->param.ud.qp_num;
+      qkey = ev->param.ud.qkey;
+    }
+    if (!ok) std::fprintf(stderr, "floor: %s (status %d)\n", rdma_event_str(ev->event), ev->status);
+    rdma_ack_cm_event(ev);
+    return ok && (want != RDMA_CM_EVENT_MULTICAST_JOIN || ah != nullptr);
+  }
+
+  bool open(const std::string& local, const std::string& group_addr, bool receive) {
+    sockaddr_storage src{};
+    if (!resolve(local, src) || !resolve(group_addr, group)) return false;
+    ch = rdma_create_event_channel();
+    if (ch == nullptr || rdma_create_id(ch, &id, nullptr, RDMA_PS_UDP) != 0) return false;
+    if (rdma_resolve_addr(id, reinterpret_cast<sockaddr*>(&src),
+                          reinterpret_cast<sockaddr*>(&group), 2000) != 0 ||
+        !wait(RDMA_CM_EVENT_ADDR_RESOLVED)) {
+      return false;
+    }
+    pd = ibv_alloc_pd(id->verbs);
+    cq = pd != nullptr ? ibv_create_cq(id->verbs, 4 * kRecv, nullptr, nullptr, 0) : nullptr;
+    if (cq == nullptr) return false;
+    buf.assign(kRecv * kSlot, 0);
+    mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+    ibv_qp_init_attr a{};
+    a.qp_type = IBV_QPT_UD;
+    a.send_cq = a.recv_cq = cq;
+    a.cap.max_send_wr = 2 * kRecv;
+    a.cap.max_recv_wr = kRecv;
+    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    a.cap.max_inline_data = 128;
+    if (mr == nullptr || rdma_create_qp(id, pd, &a) != 0) return false;
+    if (receive) {
+      for (int i = 0; i < kRecv; ++i) repost(i);
+    }
+    if (rdma_join_multicast(id, reinterpret_cast<sockaddr*>(&group), nullptr) != 0) return false;
+    return wait(RDMA_CM_EVENT_MULTICAST_JOIN);
+  }
+
+  void repost(int i) {
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf.data() + std::size_t(i) * kSlot),
+                static_cast<std::uint32_t>(kSlot), mr->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = static_cast<std::uint64_t>(i);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    (void)ibv_post_recv(id->qp, &wr, &bad);
+  }
+
+  // One 128-byte datagram, inline; every 32nd signalled so that the send queue drains.
+  bool send(std::uint64_t n, const char* payload) {
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(payload), 128, 0};
+    ibv_send_wr wr{};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_INLINE | ((n % 32) == 31 ? IBV_SEND_SIGNALED : 0u);
+    wr.wr.ud.ah = ah;
+    wr.wr.ud.remote_qpn = qpn;
+    wr.wr.ud.remote_qkey = qkey;
+    ibv_send_wr* bad = nullptr;
+    if (ibv_post_send(id->qp, &wr, &bad) != 0) return false;
+    ibv_wc wc[4];
+    (void)ibv_poll_cq(cq, 4, wc);  // reap send completions (this CQ is the sender's own)
+    return true;
+  }
+
+  // Busy-polls for one received datagram; false on timeout.
+  bool receive(SteadyClock::time_point deadline) {
+    ibv_wc wc;
+    for (std::uint64_t spins = 0;; ++spins) {
+      const int n = ibv_poll_cq(cq, 1, &wc);
+      if (n > 0 && wc.opcode == IBV_WC_RECV) {
+        repost(static_cast<int>(wc.wr_id));
+        return wc.status == IBV_WC_SUCCESS;
+      }
+      if ((spins & 0xffff) == 0 && SteadyClock::now() > deadline) return false;
+    }
+  }
+};
+
+int floor_pong(const Common& c, std::uint64_t total, int ready_fd) {
+  RawGroup rx;
+  RawGroup tx;
+  if (!rx.open(c.address, c.group_a, true) || !tx.open(c.address, c.group_b, false)) return 1;
+  const char one = 1;
+  (void)!write(ready_fd, &one, 1);
+  alignas(64) char payload[128] = {};
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(c.timeout_s);
+  for (std::uint64_t i = 0; i < total; ++i) {
+    if (!rx.receive(deadline) || !tx.send(i, payload)) return 1;
+  }
+  return 0;
+}
+
+int floor_lat(const Common& c, std::uint64_t iters, std::uint64_t warmup) {
+  int fds[2];
+  if (pipe(fds) != 0) return 2;
+  const pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    std::_Exit(floor_pong(c, iters + warmup, fds[1]));
+  }
+  close(fds[1]);
+  RawGroup tx;
+  RawGroup rx;
+  if (!tx.open(c.address, c.group_a, false) || !rx.open(c.address, c.group_b, true)) {
+    std::fprintf(stderr, "floor: cannot join %s/%s from %s\n", c.group_a.c_str(),
+                 c.group_b.c_str(), c.address.c_str());
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    return 1;
+  }
+  char b = 0;
+  if (read(fds[0], &b, 1) != 1) return 1;
+  std::this_thread::sleep_for(Ms(200));  // let the pong side's joins settle
+  const Clock& clock = Clock::instance();
+  Histogram rtt_half(1, 10'000'000'000ULL, 3);
+  alignas(64) char payload[128] = {};
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(c.timeout_s);
+  for (std::uint64_t i = 0; i < iters + warmup; ++i) {
+    const std::uint64_t start = Clock::now();
+    if (!tx.send(i, payload) || !rx.receive(deadline)) {
+      std::fprintf(stderr, "floor: ping %" PRIu64 " got no answer\n", i);
+      break;
+    }
+    if (i >= warmup) rtt_half.record(static_cast<std::uint64_t>(clock.to_ns(Clock::now() - start) / 2.0));
+  }
+  print_hist("raw verbs UD multicast RTT/2 (floor)", rtt_half, c.json);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return rtt_half.count() == iters ? 0 : 1;
+}
+
 // --- fanout ---
 
 struct SubResult {
@@ -331,6 +518,9 @@ int main(int argc, char** argv) {
   auto* l = app.add_subcommand("lat", "ping-pong latency");
   l->add_option("--iters", iters);
   l->add_option("--warmup", warmup);
+  auto* fl = app.add_subcommand("floor", "the same ping-pong in raw verbs, without tickrail");
+  fl->add_option("--iters", iters);
+  fl->add_option("--warmup", warmup);
   std::uint32_t subscribers = 1;
   std::uint64_t count = 1'000'000;
   std::uint32_t batch = 15;
@@ -343,7 +533,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     c.idle = parse_idle_kind(idle_name);
-    return l->parsed() ? lat(c, iters, warmup) : fanout(c, subscribers, count, batch, rate);
+    if (l->parsed()) return lat(c, iters, warmup);
+    if (fl->parsed()) return floor_lat(c, iters, warmup);
+    return fanout(c, subscribers, count, batch, rate);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tickrail-bench-ud: %s\n", e.what());
     return 1;

@@ -92,9 +92,15 @@ std::string format_report(const Recorder& r, const RunInfo& info) {
            info.elapsed_s > 0 ? static_cast<double>(r.received()) / info.elapsed_s : 0.0) +
        describe_end(info) + "\n";
   if (r.received() != 0) {
+    const SubscriberCounters& c = info.counters;
     t += fmt("  sequence %" PRIu64 "..%" PRIu64 ": %" PRIu64 " gaps, %" PRIu64
              " ticks lost; ring laps %" PRIu64 " (%" PRIu64 " ticks)",
-             r.first_seq(), r.last_seq(), r.gaps(), r.lost(), info.laps, info.ring_lost);
+             r.first_seq(), r.last_seq(), r.gaps(), r.lost(), c.laps, c.lost);
+    if (c.gaps + c.recovered + c.foreign + c.malformed + c.completion_errors != 0) {
+      t += fmt("; transport: %" PRIu64 " gaps, %" PRIu64 " recovered, %" PRIu64 " foreign, %" PRIu64
+               " malformed, %" PRIu64 " completion errors",
+               c.gaps, c.recovered, c.foreign, c.malformed, c.completion_errors);
+    }
     if (r.first_seq() > 1) t += fmt("; joined after %" PRIu64 " ticks", r.first_seq() - 1);
     t += "\n";
   }
@@ -124,8 +130,12 @@ nlohmann::json report_json(const Recorder& r, const RunInfo& info) {
   j["gaps"] = r.gaps();
   j["out_of_order"] = r.out_of_order();
   j["negative"] = r.negative();
-  j["ring_lost"] = info.ring_lost;
-  j["laps"] = info.laps;
+  const SubscriberCounters& c = info.counters;
+  j["ring_lost"] = c.lost;
+  j["laps"] = c.laps;
+  j["transport_counters"] = {{"received", c.received}, {"gaps", c.gaps}, {"recovered", c.recovered},
+                             {"foreign", c.foreign}, {"malformed", c.malformed},
+                             {"completion_errors", c.completion_errors}};
   j["interarrival"] = to_json(summarize(r.interarrival()));
   j["poll_gap"] = to_json(summarize(r.poll_gap()));
   j["ended"] = info.ended;

@@ -11,6 +11,7 @@
 #include "tickrail/config_file.hpp"
 #include "tickrail/histogram.hpp"
 #include "tickrail/report.hpp"
+#include "tickrail/subscriber.hpp"
 #include "tickrail/tick.hpp"
 
 namespace tickrail::jitter {
@@ -121,7 +122,7 @@ struct RunInfo {
   std::string reason;         // the subscriber's reason() when gone or evicted
   std::string transport, channel, clock;
   double elapsed_s = 0;
-  std::uint64_t ring_lost = 0, laps = 0;  // the Subscriber's own counters
+  SubscriberCounters counters;  // the Subscriber's own (laps; UD gaps and recovery; RDMA errors)
   int cpu = -1;
   std::vector<std::string> warnings;
 };

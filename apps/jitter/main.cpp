@@ -181,9 +181,7 @@ int run(int argc, char** argv) {
     }
   }
   info.elapsed_s = clock.to_ns(Clock::now() - start) * 1e-9;
-  const SubscriberCounters c = sub.counters();
-  info.ring_lost = c.lost;
-  info.laps = c.laps;
+  info.counters = sub.counters();
   sub.close();
 
   std::fputs(jitter::format_report(rec, info).c_str(), stdout);

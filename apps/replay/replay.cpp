@@ -433,11 +433,13 @@ Report make_report(const Options& o, const feed::TickSource& src, const Replayer
   nlohmann::json subs = nlohmann::json::array();
   for (const SubscriberStatus& s : subscribers) {
     const std::string who = s.peer.empty() ? fmt("pid %d", s.pid) : "peer " + s.peer;
-    t += fmt("  slot %u %s policy %s state %s position %" PRIu64 " lag %" PRIu64 "\n", s.slot,
-             who.c_str(), to_string(s.policy), s.state.c_str(), s.position, s.lag);
+    t += fmt("  slot %u %s policy %s state %s position %" PRIu64 " lag %" PRIu64
+             " back-pressure %" PRIu64 "\n",
+             s.slot, who.c_str(), to_string(s.policy), s.state.c_str(), s.position, s.lag,
+             s.back_pressure);
     subs.push_back({{"slot", s.slot}, {"pid", s.pid}, {"peer", s.peer},
                     {"policy", to_string(s.policy)}, {"state", s.state},
-                    {"position", s.position}, {"lag", s.lag}});
+                    {"position", s.position}, {"lag", s.lag}, {"back_pressure", s.back_pressure}});
   }
   j["subscribers"] = subs;
 

@@ -52,6 +52,7 @@ ring_capacity = 1024
 stamp_send_time = false
 lock_memory = true
 conductor_period_ms = 7
+stats = false
 
 [rdma]
 device = "rxe0"
@@ -87,6 +88,7 @@ address = "0.0.0.0"
   CHECK_FALSE(c.stamp_send_time);
   CHECK(c.lock_memory);
   CHECK(c.conductor_period == std::chrono::milliseconds(7));
+  CHECK_FALSE(c.stats);
   CHECK(c.rdma.device == "rxe0");
   CHECK(c.rdma.address == "0.0.0.0");  // [publisher.rdma] overrides [rdma]
   CHECK(c.rdma.port == 9000);
@@ -119,6 +121,7 @@ publisher_timeout_ms = 200
 ring_capacity = 2048
 lock_memory = true
 idle = "backoff"
+stats = false
 [publisher]
 ring_capacity = 4096
 )", "sub.toml");
@@ -132,11 +135,12 @@ ring_capacity = 4096
   CHECK(c.ring_capacity == 2048);
   CHECK(c.lock_memory);
   CHECK(c.idle == IdleKind::backoff);
+  CHECK_FALSE(c.stats);
   // [publisher] belongs to another reader: checking only the subscriber's sections passes...
   f.check_read({"", "subscriber", "rdma"});
   // ...while checking the whole file names the unread key.
   const std::string m = config_error_of([&] { f.check_all_read(); });
-  CHECK_THAT(m, Catch::Contains("sub.toml:12:2: publisher: unknown section"));
+  CHECK_THAT(m, Catch::Contains("sub.toml:13:2: publisher: unknown section"));
 }
 
 TEST_CASE("absentKeysKeepTheirValues", "[config_file]") {
