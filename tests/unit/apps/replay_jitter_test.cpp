@@ -3,7 +3,9 @@
 // every tick replayed, none lost, and have ended because the publisher closed.
 //
 // The programs are found in the build tree (the test runs from the build root), or through
-// $TICKRAIL_REPLAY and $TICKRAIL_JITTER.
+// $TICKRAIL_REPLAY and $TICKRAIL_JITTER. The same test runs over RDMA in the rig with
+// TICKRAIL_E2E_TRANSPORT=rc or ud, TICKRAIL_RDMA_ADDR (and optionally TICKRAIL_RDMA_DEV): both
+// programs then get a config file naming the transport and the address.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -62,6 +64,19 @@ std::string slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// Config arguments for both programs: none for shared memory, a written TOML file for RDMA.
+std::vector<std::string> transport_args(const std::string& base) {
+  const char* t = std::getenv("TICKRAIL_E2E_TRANSPORT");
+  if (t == nullptr || *t == '\0' || std::string(t) == "shm") return {};
+  const char* addr = std::getenv("TICKRAIL_RDMA_ADDR");
+  const char* dev = std::getenv("TICKRAIL_RDMA_DEV");
+  REQUIRE(addr != nullptr);
+  const std::string path = base + ".toml";
+  std::ofstream(path) << "transport = \"" << t << "\"\n[rdma]\naddress = \"" << addr << "\"\n"
+                      << "device = \"" << (dev != nullptr ? dev : "") << "\"\n";
+  return {"-c", path};
+}
+
 struct Run {
   nlohmann::json replay, jitter;
   int replay_rc = 0, jitter_rc = 0;
@@ -78,16 +93,28 @@ Run replay_to_jitter(const std::string& tag, const std::vector<std::string>& rep
                                .string();
   const std::string channel = "e2e-" + tag + "-" + std::to_string(getpid());
 
-  // Jitter first: it waits (bounded) for the channel; replay waits (bounded) for it.
-  const pid_t j = spawn({jitter, "--channel", channel, "--attach-timeout-ms", "60000", "--quiet",
-                         "--json", base + "-jitter.json", "--hgrm", base + ".hgrm", "--svg",
-                         base + ".svg"},
-                        base + "-jitter.log");
+  const std::vector<std::string> config = transport_args(base);
+  const bool rdma = !config.empty();
+  // Shared memory: jitter first, it waits (bounded) for the channel; replay waits (bounded) for
+  // it. RDMA: the publisher must listen before a subscriber can connect, so replay first.
+  std::vector<std::string> j_args = {jitter, "--channel", channel, "--attach-timeout-ms", "60000",
+                                     "--quiet", "--json", base + "-jitter.json", "--hgrm",
+                                     base + ".hgrm", "--svg", base + ".svg"};
+  j_args.insert(j_args.begin() + 1, config.begin(), config.end());
   std::vector<std::string> r_args = {replay, "--channel", channel, "--quiet",
                                      "--wait-subscribers", "1", "--wait-timeout-ms", "60000",
                                      "--json", base + "-replay.json"};
+  r_args.insert(r_args.begin() + 1, config.begin(), config.end());
   r_args.insert(r_args.end(), replay_args.begin(), replay_args.end());
-  const pid_t r = spawn(r_args, base + "-replay.log");
+  pid_t j = -1, r = -1;
+  if (rdma) {
+    r = spawn(r_args, base + "-replay.log");
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    j = spawn(j_args, base + "-jitter.log");
+  } else {
+    j = spawn(j_args, base + "-jitter.log");
+    r = spawn(r_args, base + "-replay.log");
+  }
 
   Run run;
   run.replay_rc = wait_bounded(r, std::chrono::seconds(240));
@@ -101,7 +128,8 @@ Run replay_to_jitter(const std::string& tag, const std::vector<std::string>& rep
   run.jitter = nlohmann::json::parse(slurp(base + "-jitter.json"));
   CHECK_THAT(slurp(base + ".hgrm"), Catch::Contains("Percentile"));
   CHECK_THAT(slurp(base + ".svg"), Catch::Contains("<svg"));
-  for (const char* suffix : {"-jitter.json", "-replay.json", "-jitter.log", "-replay.log", ".hgrm", ".svg"}) {
+  for (const char* suffix :
+       {"-jitter.json", "-replay.json", "-jitter.log", "-replay.log", ".hgrm", ".svg", ".toml"}) {
     std::error_code ec;
     std::filesystem::remove(base + suffix, ec);
   }
