@@ -8,6 +8,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <thread>
 
 #include "jitter.hpp"
 #include "tickrail/affinity.hpp"
@@ -41,6 +42,23 @@ void live_line(const jitter::Window& w, std::uint64_t total) {
       static_cast<double>(w.p99_ns), static_cast<double>(w.max_ns),
       static_cast<unsigned long long>(w.lost), static_cast<unsigned long long>(total));
   if (n > 0) (void)!write(STDERR_FILENO, buf, static_cast<std::size_t>(std::min(n, static_cast<int>(sizeof buf) - 1)));
+}
+
+// Attaches, waiting up to attach_timeout for the channel to appear. A channel left behind by a
+// publisher that died (peer_gone) counts as not there yet: its next publisher replaces it.
+Subscriber subscribe(const SubscriberConfig& sc) {
+  const auto deadline = std::chrono::steady_clock::now() + sc.attach_timeout;
+  bool told = false;
+  for (;;) {
+    try {
+      return Subscriber(sc);
+    } catch (const Error& e) {
+      if (e.code() != make_error_code(Errc::peer_gone) || std::chrono::steady_clock::now() >= deadline) throw;
+      if (!told) note(std::string("waiting for a live publisher: ") + e.what());
+      told = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
 }
 
 int run(int argc, char** argv) {
@@ -126,7 +144,7 @@ int run(int argc, char** argv) {
   }
 
   jitter::Recorder rec(clock.ns_per_tick());
-  Subscriber sub(sc);  // waits up to attach_timeout for the channel
+  Subscriber sub = subscribe(sc);
   note("subscribed to " + info.transport + " channel '" + sc.channel + "' (policy " +
        to_string(sc.policy) + "); measuring one-way latency");
   std::signal(SIGINT, on_signal);
