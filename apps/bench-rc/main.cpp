@@ -57,8 +57,8 @@ struct Options {
   std::uint64_t samples = 10'000;  // latency samples per contender per round
   std::uint64_t warmup = 500;
   std::uint64_t gap_us = 100;
-  std::uint64_t ticks = 200'000;   // throughput: ticks per run
-  std::uint32_t batch = 32;
+  std::uint64_t ticks = 50'000;    // throughput: ticks per run
+  std::uint32_t batch = 64;
   bool split_commit = true;        // memory polling on devices that do not report in-order
   bool perftest = true;
   std::string json_path;
@@ -227,11 +227,12 @@ double throughput_run(const Options& o, RcPolling polling, int subscribers) {
   auto threads = start_subscribers(pub, c, subscribers, [&](Subscriber& sub, int i) {
     const auto deadline = std::chrono::steady_clock::now() + 300s;
     auto none = [](const Tick&) {};
+    // Spin, then yield, then sleep: on few cores the publisher and the others must run too.
+    IdleStrategy idle(IdleKind::backoff, BackoffConfig{50, 5, 1'000, 100'000});
     while (std::chrono::steady_clock::now() < deadline) {
-      if (sub.poll(none, 512) == 0) {
-        if (sub.next_sequence() >= end_seq.load(std::memory_order_acquire)) break;
-        sched_yield();  // 2 vCPUs: let the publisher and the others run
-      }
+      const std::size_t n = sub.poll(none, 512);
+      idle.idle(static_cast<int>(n));
+      if (n == 0 && sub.next_sequence() >= end_seq.load(std::memory_order_acquire)) break;
     }
     last_at[static_cast<std::size_t>(i)] = Clock::now();
     finished.fetch_add(1);
@@ -241,11 +242,12 @@ double throughput_run(const Options& o, RcPolling polling, int subscribers) {
   std::vector<Tick> buf(o.batch);
   const std::uint64_t t0 = Clock::now();
   std::uint64_t sent = 0;
+  IdleStrategy idle(IdleKind::backoff, BackoffConfig{10, 5, 1'000, 100'000});
   while (sent < o.ticks) {
     const std::size_t n = std::min<std::uint64_t>(o.batch, o.ticks - sent);
     const PublishResult r = pub.publish(std::span<const Tick>(buf.data(), n));
     sent += r.published;
-    if (r.published < n) sched_yield();
+    idle.idle(r.published < n ? 0 : 1);  // back-pressured: let the subscribers run
   }
   const auto deadline = std::chrono::steady_clock::now() + 120s;
   while (finished.load() < subscribers && std::chrono::steady_clock::now() < deadline) {

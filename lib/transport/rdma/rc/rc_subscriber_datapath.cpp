@@ -8,7 +8,9 @@
 // (correct while two successive WRITEs to us are less than 2^32 ticks apart). Under `drop`
 // the publisher skips the ticks that do not fit our ring instead of overwriting unread
 // slots (rc_publisher_datapath.cpp): a slot up to that limit that does not hold the tick we
-// expect was never written to us, and counts as lost.
+// expect was never written to us, and counts as lost. Heartbeats to a CQ-polling subscriber
+// are WRITEs WITH IMMEDIATE too, carrying the publisher's position for it, so that ticks
+// dropped for us are counted even when nothing more is written to us.
 #include <arpa/inet.h>
 
 #include <cstring>
