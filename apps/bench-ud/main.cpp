@@ -285,7 +285,7 @@ struct RawGroup {
     wr.sg_list = &sge;
     wr.num_sge = 1;
     wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_INLINE | ((n % 32) == 31 ? IBV_SEND_SIGNALED : 0u);
+    wr.send_flags = IBV_SEND_INLINE | ((n % 32) == 31 ? static_cast<unsigned>(IBV_SEND_SIGNALED) : 0u);
     wr.wr.ud.ah = ah;
     wr.wr.ud.remote_qpn = qpn;
     wr.wr.ud.remote_qkey = qkey;
