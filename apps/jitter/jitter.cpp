@@ -24,6 +24,7 @@ const char* to_string(Mode m) noexcept {
   switch (m) {
     case Mode::one_way: return "one-way";
     case Mode::pingpong: return "pingpong";
+    case Mode::echo: return "echo";
   }
   return "unknown";
 }
@@ -31,7 +32,8 @@ const char* to_string(Mode m) noexcept {
 Mode parse_mode(std::string_view s, std::string_view key) {
   if (s == "one-way" || s == "one_way" || s == "oneway") return Mode::one_way;
   if (s == "pingpong" || s == "ping-pong") return Mode::pingpong;
-  bad(key, "unknown mode '" + std::string(s) + "' (expected one-way or pingpong)");
+  if (s == "echo") return Mode::echo;
+  bad(key, "unknown mode '" + std::string(s) + "' (expected one-way, pingpong or echo)");
 }
 
 void read_options(ConfigFile::Section s, Options& o) {
@@ -45,12 +47,17 @@ void read_options(ConfigFile::Section s, Options& o) {
   s.get("json", o.json);
   s.get("hgrm", o.hgrm);
   s.get("svg", o.svg);
+  s.get("echo_address", o.echo_address);
+  s.get("echo_group", o.echo_group);
+  s.get("warmup", o.warmup);
+  s.get("ping_timeout_ms", o.ping_timeout);
   s.validated([&] { validate(o); });
 }
 
 void validate(const Options& o) {
   if (o.cpu < -1) bad("cpu", "must be a cpu number, or -1 for none");
   if (o.batch == 0 || o.batch > 65536) bad("batch", std::to_string(o.batch) + " is outside 1..65536");
+  if (o.ping_timeout.count() <= 0) bad("ping_timeout_ms", "must be positive");
 }
 
 Recorder::Recorder(double ns_per_tick) : ns_per_tick_(ns_per_tick) {}
@@ -84,9 +91,16 @@ std::string describe_end(const RunInfo& info) {
 }  // namespace
 
 std::string format_report(const Recorder& r, const RunInfo& info) {
+  const bool rtt = info.mode == Mode::pingpong;
   std::string t;
-  t += "tickrail-jitter: ONE-WAY latency, publisher send stamp (Tick::send_ts) to receipt by this "
-       "subscriber,\n  one clock on one host (" + info.clock + "); values in ns.\n";
+  if (rtt) {
+    t += "tickrail-jitter: RTT/2 (ping-pong): half the time from publishing a ping to receiving "
+         "its echo\n  from tickrail-jitter --mode echo, on this host's clock alone (" + info.clock +
+         "); values in ns.\n";
+  } else {
+    t += "tickrail-jitter: ONE-WAY latency, publisher send stamp (Tick::send_ts) to receipt by "
+         "this subscriber,\n  one clock on one host (" + info.clock + "); values in ns.\n";
+  }
   t += fmt("  %s channel '%s', %" PRIu64 " ticks in %.3f s (%.0f ticks/s); ended: ",
            info.transport.c_str(), info.channel.c_str(), r.received(), info.elapsed_s,
            info.elapsed_s > 0 ? static_cast<double>(r.received()) / info.elapsed_s : 0.0) +
@@ -101,7 +115,8 @@ std::string format_report(const Recorder& r, const RunInfo& info) {
                " malformed, %" PRIu64 " completion errors",
                c.gaps, c.recovered, c.foreign, c.malformed, c.completion_errors);
     }
-    if (r.first_seq() > 1) t += fmt("; joined after %" PRIu64 " ticks", r.first_seq() - 1);
+    if (r.first_seq() > 1 && !rtt) t += fmt("; joined after %" PRIu64 " ticks", r.first_seq() - 1);
+    if (rtt) t += fmt("; %" PRIu64 " pings unanswered", info.timeouts);
     t += "\n";
   }
   if (r.negative() != 0) {
@@ -109,20 +124,23 @@ std::string format_report(const Recorder& r, const RunInfo& info) {
              "publisher and this process must share one TSC)\n", r.negative());
   }
   const TableRow rows[] = {
-      {"latency", summarize(r.latency(), r.lost())},
+      {rtt ? "RTT/2" : "latency", summarize(r.latency(), r.lost())},
       {"inter-arrival", summarize(r.interarrival())},
       {"poll gap", summarize(r.poll_gap())},
   };
   t += format_table(rows);
-  t += "  latency: one-way; inter-arrival: between two received ticks; poll gap: between two "
-       "turns of this\n  subscriber's polling loop (its longest is the OS jitter on cpu " +
+  t += std::string(rtt ? "  RTT/2: half a round trip; inter-arrival: between two echoes"
+                       : "  latency: one-way; inter-arrival: between two received ticks") +
+       "; poll gap: between two turns of this\n  subscriber's polling loop (its longest is the OS jitter on cpu " +
        (info.cpu >= 0 ? std::to_string(info.cpu) : std::string("(not pinned)")) + ").\n";
   return t;
 }
 
 nlohmann::json report_json(const Recorder& r, const RunInfo& info) {
   nlohmann::json j = to_json(summarize(r.latency(), r.lost()));
-  j["figure"] = "one-way";
+  j["figure"] = info.mode == Mode::pingpong ? "rtt/2" : "one-way";
+  j["mode"] = to_string(info.mode);
+  j["timeouts"] = info.timeouts;
   j["unit"] = "ns";
   j["received"] = r.received();
   j["first_seq"] = r.first_seq();

@@ -18,7 +18,8 @@ namespace tickrail::jitter {
 
 enum class Mode : std::uint8_t {
   one_way,   // receive time minus Tick::send_ts: needs one clock for both (same host, TSC)
-  pingpong,  // echo each tick to the publisher, report RTT/2: for hosts with separate clocks
+  pingpong,  // publish pings, the far end echoes them: RTT/2 on this end's clock (pingpong.hpp)
+  echo,      // the far end of pingpong: publish every tick received back to its sender
 };
 [[nodiscard]] const char* to_string(Mode m) noexcept;
 [[nodiscard]] Mode parse_mode(std::string_view s, std::string_view key = "mode");
@@ -32,6 +33,11 @@ struct Options {
   bool live = true;                        // the once-a-second line
   bool lock_memory = false;                // mlockall before measuring
   std::string json, hgrm, svg;             // report files
+  // pingpong and echo (pingpong.hpp)
+  std::string echo_address;                // the echo end's address; empty: [rdma] address
+  std::string echo_group;                  // UD: the echo stream's group; empty: first group + 1
+  std::uint64_t warmup = 1000;             // pings not recorded, after the first echo
+  std::chrono::milliseconds ping_timeout{1000};  // a ping unanswered this long is lost
 };
 
 // Reads the [jitter] section (keys: the fields above).
@@ -125,6 +131,8 @@ struct RunInfo {
   SubscriberCounters counters;  // the Subscriber's own (laps; UD gaps and recovery; RDMA errors)
   int cpu = -1;
   std::vector<std::string> warnings;
+  Mode mode = Mode::one_way;
+  std::uint64_t timeouts = 0;  // pingpong: pings never answered within ping_timeout
 };
 
 // The end-of-run table (one-way latency, inter-arrival, poll gap) with its heading, and the JSON

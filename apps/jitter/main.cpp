@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "jitter.hpp"
+#include "pingpong.hpp"
+#include "tickrail/publisher.hpp"
 #include "tickrail/affinity.hpp"
 #include "tickrail/clock.hpp"
 #include "tickrail/config_file.hpp"
@@ -61,89 +63,10 @@ Subscriber subscribe(const SubscriberConfig& sc) {
   }
 }
 
-int run(int argc, char** argv) {
-  CLI::App app{
-      "tickrail-jitter: measures the one-way latency and jitter a tickrail subscriber sees.\n"
-      "Ends when the publisher closes the channel (after draining it), after --duration or after\n"
-      "--count ticks. Command-line options override the config files, read in order."};
-  jitter::Options o;
-  SubscriberConfig sc;
-  sc.attach_timeout = std::chrono::milliseconds(10'000);  // wait for the publisher to start
-
-  std::vector<std::string> configs;
-  std::string transport, channel, policy, mode, json, hgrm, svg;
-  double duration_s = 0;
-  std::uint64_t count = 0;
-  std::int64_t attach_timeout_ms = 0;
-  int cpu = -1;
-  bool quiet = false, lock = false;
-  app.add_option("-c,--config", configs, "TOML config file(s): [subscriber], [rdma], [jitter]")
-      ->check(CLI::ExistingFile);
-  app.add_option("--transport", transport, "shm, rc or ud");
-  app.add_option("--channel", channel, "channel name");
-  app.add_option("--policy", policy, "slow-consumer policy: block, drop or disconnect");
-  app.add_option("--attach-timeout-ms", attach_timeout_ms,
-                 "wait this long for the channel to appear (default 10000)");
-  app.add_option("--mode", mode, "one-way (default), or pingpong: RTT/2 (needs the RC transport)");
-  app.add_option("--cpu", cpu, "pin the polling thread to this cpu");
-  app.add_option("--duration", duration_s, "stop after this many seconds");
-  app.add_option("--count", count, "stop after this many ticks");
-  app.add_option("--json", json, "write the figures as JSON to this file");
-  app.add_option("--hgrm", hgrm, "write HdrHistogram's percentile distribution (ns) to this file");
-  app.add_option("--svg", svg, "draw latency by percentile to this SVG file");
-  app.add_flag("--mlock", lock, "lock all memory (mlockall) before measuring");
-  app.add_flag("-q,--quiet", quiet, "no live line");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-
-  for (const std::string& path : configs) {
-    ConfigFile f(path);
-    read_subscriber_config(f, sc);
-    jitter::read_options(f.section("jitter"), o);
-    f.check_all_read({"publisher", "replay"});
-  }
-  if (app.count("--transport")) sc.transport = parse_transport(transport, "--transport");
-  if (app.count("--channel")) sc.channel = channel;
-  if (app.count("--policy")) sc.policy = parse_policy(policy, "--policy");
-  if (app.count("--attach-timeout-ms")) sc.attach_timeout = std::chrono::milliseconds(attach_timeout_ms);
-  if (app.count("--mode")) o.mode = jitter::parse_mode(mode, "--mode");
-  if (app.count("--cpu")) o.cpu = cpu;
-  if (app.count("--duration")) o.duration = std::chrono::milliseconds(static_cast<std::int64_t>(duration_s * 1e3));
-  if (app.count("--count")) o.count = count;
-  if (app.count("--json")) o.json = json;
-  if (app.count("--hgrm")) o.hgrm = hgrm;
-  if (app.count("--svg")) o.svg = svg;
-  if (lock) o.lock_memory = true;
-  if (quiet) o.live = false;
-  sc.validate();
-  jitter::validate(o);
-  if (o.mode == jitter::Mode::pingpong) {
-    throw Error(Errc::unsupported,
-                "--mode pingpong: echoing ticks back to the publisher (RTT/2) needs the RC "
-                "transport's return path, which this build does not have; use one-way on one host");
-  }
-
+// One-way: receive time minus the publisher's send stamp, one clock.
+void one_way(const SubscriberConfig& sc, const jitter::Options& o, jitter::Recorder& rec,
+             jitter::RunInfo& info) {
   const Clock& clock = Clock::instance();
-  jitter::RunInfo info;
-  info.transport = to_string(sc.transport);
-  info.channel = sc.channel;
-  info.clock = clock.describe();
-  info.cpu = o.cpu;
-  if (o.cpu >= 0) {
-    const PinResult pin = pin_current_thread(o.cpu);
-    if (!pin) throw Error(Errc::invalid_argument, "--cpu: " + pin.message);
-  }
-  info.warnings = host_warnings(o.cpu);
-  for (const std::string& w : info.warnings) note("warning: " + w);
-  if (o.lock_memory) {
-    const LockResult l = lock_all_memory();
-    if (!l) note("warning: " + l.message);
-  }
-
-  jitter::Recorder rec(clock.ns_per_tick());
   Subscriber sub = subscribe(sc);
   note("subscribed to " + info.transport + " channel '" + sc.channel + "' (policy " +
        to_string(sc.policy) + "); measuring one-way latency");
@@ -201,6 +124,272 @@ int run(int argc, char** argv) {
   info.elapsed_s = clock.to_ns(Clock::now() - start) * 1e-9;
   info.counters = sub.counters();
   sub.close();
+}
+
+// Attaches to a stream whose publisher may not be up yet, over any transport: every failure
+// before the deadline is retried; the last one is reported.
+Subscriber subscribe_retrying(const SubscriberConfig& sc) {
+  const auto deadline = std::chrono::steady_clock::now() + sc.attach_timeout;
+  for (;;) {
+    try {
+      return Subscriber(sc);
+    } catch (const Error&) {
+      if (std::chrono::steady_clock::now() >= deadline) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+}
+
+// The measuring end of ping-pong: one ping in flight; RTT/2 recorded as the latency of a tick
+// sent half a round trip before its echo came back, numbered by ping so that unanswered pings
+// show as gaps.
+void ping(const SubscriberConfig& sc, const jitter::Options& o, jitter::Recorder& rec,
+          jitter::RunInfo& info) {
+  const Clock& clock = Clock::instance();
+  Publisher pub(jitter::forward_publisher(sc));
+  const SubscriberConfig ec = jitter::echo_subscriber(sc, o);
+  note("publishing pings on " + info.transport + " channel '" + sc.channel +
+       "'; waiting for tickrail-jitter --mode echo to answer on '" + ec.channel + "'");
+  Subscriber sub = subscribe_retrying(ec);
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+
+  const std::uint64_t timeout = clock.ns_to_ticks(static_cast<double>(o.ping_timeout.count()) * 1e6);
+  const std::uint64_t second = clock.ns_to_ticks(1e9);
+  const std::uint64_t limit = o.count == 0 ? ~std::uint64_t{0} : o.count;
+  std::uint64_t id = 0;           // the ping in flight (Tick::order_ref)
+  std::uint64_t warm = 0;         // answered pings before recording starts
+  std::uint64_t measured = 0;     // pings sent since recording started
+  bool answered = false;
+  std::uint64_t rtt = 0;
+  auto on_echo = [&](const Tick& t) {
+    if (t.order_ref == id && !answered) {
+      answered = true;
+      rtt = Clock::now() - t.send_ts;
+    }
+  };
+  Tick p{};
+  p.kind = TickKind::Status;
+  const auto first_deadline = std::chrono::steady_clock::now() + sc.attach_timeout;
+  std::uint64_t start = 0, end = ~std::uint64_t{0}, next_live = 0, last_live = 0;
+
+  for (;;) {
+    ++id;
+    p.order_ref = id;
+    answered = false;
+    const bool recording = warm >= o.warmup + 1;
+    if (recording) ++measured;
+    const PublishResult r = pub.publish(p);
+    const std::uint64_t sent = Clock::now();
+    if (r.status == PublishStatus::closed) {
+      info.ended = "publisher_gone";
+      break;
+    }
+    // Spin for the echo (a ping nobody was subscribed to yet is never answered: it times out).
+    std::uint64_t now = sent;
+    while (!answered && now - sent < timeout && !g_stop.load(std::memory_order_relaxed)) {
+      rec.on_poll(now);
+      if (sub.poll(on_echo, 16) == 0 && r.status == PublishStatus::no_subscribers) pub.service();
+      now = Clock::now();
+      if (!answered && sub.state() == SubscriberState::publisher_gone) break;
+    }
+    if (answered) {
+      if (recording) {
+        Tick t = p;
+        t.seq = measured;                // gaps = pings unanswered while recording
+        t.send_ts = now - rtt / 2;       // so that the recorded latency is RTT/2
+        rec.on_tick(t, now);
+      } else if (++warm == o.warmup + 1) {
+        start = Clock::now();
+        end = o.duration.count() > 0
+                  ? start + clock.ns_to_ticks(static_cast<double>(o.duration.count()) * 1e6)
+                  : ~std::uint64_t{0};
+        next_live = start + second;
+        last_live = start;
+        note("echo answered; " + std::to_string(o.warmup) + " warm-up pings done, measuring RTT/2");
+      }
+    } else if (recording) {
+      ++info.timeouts;
+    }
+    if (g_stop.load(std::memory_order_relaxed)) [[unlikely]] {
+      info.ended = "interrupted";
+      break;
+    }
+    if (!answered && sub.state() == SubscriberState::publisher_gone) {
+      info.ended = "publisher_gone";
+      info.reason = "the echo end: " + sub.reason();
+      break;
+    }
+    if (warm == 0 && std::chrono::steady_clock::now() >= first_deadline) {
+      throw Error(Errc::timed_out, "no echo on channel '" + ec.channel + "' within " +
+                                     std::to_string(sc.attach_timeout.count()) +
+                                     " ms: is tickrail-jitter --mode echo running with the same "
+                                     "config (and --echo-address)?");
+    }
+    if (measured >= limit) {
+      info.ended = "count";
+      break;
+    }
+    if (start != 0 && now >= end) {
+      info.ended = "duration";
+      break;
+    }
+    if (start != 0 && now >= next_live) {
+      const jitter::Window w = rec.take_window(clock.to_ns(now - last_live) * 1e-9);
+      if (o.live && rec.received() != 0) live_line(w, rec.received());
+      last_live = now;
+      next_live = now + second;
+      rec.skip_poll_gap();
+    }
+  }
+  info.elapsed_s = start == 0 ? 0 : clock.to_ns(Clock::now() - start) * 1e-9;
+  info.counters = sub.counters();
+  pub.close();  // the echo end sees the forward stream end and stops
+  sub.close();
+}
+
+// The far end of ping-pong: every tick received goes back on the echo stream as it came.
+int echo(const SubscriberConfig& sc, const jitter::Options& o) {
+  Subscriber sub = subscribe(sc);
+  PublisherConfig pc = jitter::echo_publisher(sc, o);
+  Publisher pub(pc);
+  note("echoing " + std::string(to_string(sc.transport)) + " channel '" + sc.channel +
+       "' back on '" + pc.channel + "'");
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::uint64_t echoed = 0, unsent = 0;
+  auto back = [&](const Tick& t) {
+    if (pub.publish(t).ok()) {
+      ++echoed;
+    } else {
+      ++unsent;  // the measuring end not subscribed yet: that ping times out there
+    }
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string ended;
+  for (;;) {
+    if (sub.poll(back, 16) == 0) {
+      pub.service();
+      const SubscriberState st = sub.state();
+      if ((st == SubscriberState::publisher_gone || st == SubscriberState::closed ||
+           st == SubscriberState::evicted) &&
+          sub.poll(back, 16) == 0) {
+        ended = "the measuring end closed its stream (" + sub.reason() + ")";
+        break;
+      }
+    }
+    if (g_stop.load(std::memory_order_relaxed)) [[unlikely]] {
+      ended = "interrupted";
+      break;
+    }
+    if (o.duration.count() > 0 && std::chrono::steady_clock::now() - t0 >= o.duration) {
+      ended = "--duration reached";
+      break;
+    }
+  }
+  std::printf("tickrail-jitter --mode echo: %llu pings echoed, %llu not sent (nobody subscribed "
+              "yet); ended: %s\n",
+              static_cast<unsigned long long>(echoed), static_cast<unsigned long long>(unsent),
+              ended.c_str());
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{
+      "tickrail-jitter: measures the one-way latency and jitter a tickrail subscriber sees.\n"
+      "Ends when the publisher closes the channel (after draining it), after --duration or after\n"
+      "--count ticks. Command-line options override the config files, read in order."};
+  jitter::Options o;
+  SubscriberConfig sc;
+  sc.attach_timeout = std::chrono::milliseconds(10'000);  // wait for the publisher to start
+
+  std::vector<std::string> configs;
+  std::string transport, channel, policy, mode, json, hgrm, svg;
+  double duration_s = 0;
+  std::uint64_t count = 0;
+  std::int64_t attach_timeout_ms = 0;
+  int cpu = -1;
+  bool quiet = false, lock = false;
+  app.add_option("-c,--config", configs, "TOML config file(s): [subscriber], [rdma], [jitter]")
+      ->check(CLI::ExistingFile);
+  app.add_option("--transport", transport, "shm, rc or ud");
+  app.add_option("--channel", channel, "channel name");
+  app.add_option("--policy", policy, "slow-consumer policy: block, drop or disconnect");
+  app.add_option("--attach-timeout-ms", attach_timeout_ms,
+                 "wait this long for the channel to appear (default 10000)");
+  app.add_option("--mode", mode,
+                 "one-way (default); pingpong: publish pings and report RTT/2, with the far end "
+                 "running --mode echo (for hosts that do not share a clock)");
+  std::string echo_address, echo_group;
+  std::uint64_t warmup = 0;
+  app.add_option("--echo-address", echo_address,
+                 "pingpong/echo over rc or ud: the echo end's address (default: [rdma] address)");
+  app.add_option("--echo-group", echo_group, "pingpong/echo over ud: the echo stream's group");
+  app.add_option("--warmup", warmup, "pingpong: pings not recorded after the first echo (1000)");
+  app.add_option("--cpu", cpu, "pin the polling thread to this cpu");
+  app.add_option("--duration", duration_s, "stop after this many seconds");
+  app.add_option("--count", count, "stop after this many ticks");
+  app.add_option("--json", json, "write the figures as JSON to this file");
+  app.add_option("--hgrm", hgrm, "write HdrHistogram's percentile distribution (ns) to this file");
+  app.add_option("--svg", svg, "draw latency by percentile to this SVG file");
+  app.add_flag("--mlock", lock, "lock all memory (mlockall) before measuring");
+  app.add_flag("-q,--quiet", quiet, "no live line");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  for (const std::string& path : configs) {
+    ConfigFile f(path);
+    read_subscriber_config(f, sc);
+    jitter::read_options(f.section("jitter"), o);
+    f.check_all_read({"publisher", "replay"});
+  }
+  if (app.count("--transport")) sc.transport = parse_transport(transport, "--transport");
+  if (app.count("--channel")) sc.channel = channel;
+  if (app.count("--policy")) sc.policy = parse_policy(policy, "--policy");
+  if (app.count("--attach-timeout-ms")) sc.attach_timeout = std::chrono::milliseconds(attach_timeout_ms);
+  if (app.count("--mode")) o.mode = jitter::parse_mode(mode, "--mode");
+  if (app.count("--cpu")) o.cpu = cpu;
+  if (app.count("--duration")) o.duration = std::chrono::milliseconds(static_cast<std::int64_t>(duration_s * 1e3));
+  if (app.count("--count")) o.count = count;
+  if (app.count("--json")) o.json = json;
+  if (app.count("--hgrm")) o.hgrm = hgrm;
+  if (app.count("--svg")) o.svg = svg;
+  if (app.count("--echo-address")) o.echo_address = echo_address;
+  if (app.count("--echo-group")) o.echo_group = echo_group;
+  if (app.count("--warmup")) o.warmup = warmup;
+  if (o.mode == jitter::Mode::pingpong && o.count == 0 && o.duration.count() == 0) o.count = 100'000;
+  if (lock) o.lock_memory = true;
+  if (quiet) o.live = false;
+  sc.validate();
+  jitter::validate(o);
+  const Clock& clock = Clock::instance();
+  jitter::RunInfo info;
+  info.transport = to_string(sc.transport);
+  info.channel = sc.channel;
+  info.clock = clock.describe();
+  info.cpu = o.cpu;
+  if (o.cpu >= 0) {
+    const PinResult pin = pin_current_thread(o.cpu);
+    if (!pin) throw Error(Errc::invalid_argument, "--cpu: " + pin.message);
+  }
+  info.warnings = host_warnings(o.cpu);
+  for (const std::string& w : info.warnings) note("warning: " + w);
+  if (o.lock_memory) {
+    const LockResult l = lock_all_memory();
+    if (!l) note("warning: " + l.message);
+  }
+
+  if (o.mode == jitter::Mode::echo) return echo(sc, o);
+  jitter::Recorder rec(clock.ns_per_tick());
+  info.mode = o.mode;
+  if (o.mode == jitter::Mode::pingpong) {
+    ping(sc, o, rec, info);
+  } else {
+    one_way(sc, o, rec, info);
+  }
 
   std::fputs(jitter::format_report(rec, info).c_str(), stdout);
   std::fflush(stdout);
@@ -208,9 +397,10 @@ int run(int argc, char** argv) {
   if (!o.hgrm.empty()) write_text_file(o.hgrm, format_hgrm(rec.latency()));
   if (!o.svg.empty()) {
     SvgOptions so;
-    so.title = "tickrail one-way latency by percentile (" + info.transport + ")";
-    so.y_label = "one-way latency";
-    const SvgSeries series[] = {{"one-way latency", &rec.latency()}};
+    const char* what = o.mode == jitter::Mode::pingpong ? "RTT/2" : "one-way latency";
+    so.title = std::string("tickrail ") + what + " by percentile (" + info.transport + ")";
+    so.y_label = what;
+    const SvgSeries series[] = {{what, &rec.latency()}};
     write_text_file(o.svg, format_svg(series, so));
   }
   return info.ended == "evicted" ? 1 : 0;

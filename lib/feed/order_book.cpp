@@ -1,8 +1,13 @@
 #include "tickrail/feed/order_book.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <bit>
+#include <cerrno>
+#include <cstring>
 #include <limits>
+#include <string>
 
 #include "tickrail/error.hpp"
 
@@ -55,7 +60,7 @@ OrderBook::OrderBook(const BookConfig& cfg) : cfg_(cfg) {
   }
   // Load factor at most 1/2: short probe sequences for linear probing.
   const std::size_t cap = std::bit_ceil(std::max<std::size_t>(cfg.expected_orders, 512) * 2);
-  table_ = std::make_unique<Order[]>(cap);
+  table_ = allocate(cap);
   mask_ = cap - 1;
   bits_ = std::countr_zero(cap);
   grow_at_ = cap / 2;
@@ -63,6 +68,20 @@ OrderBook::OrderBook(const BookConfig& cfg) : cfg_(cfg) {
 }
 
 OrderBook::~OrderBook() = default;
+
+void OrderBook::Unmap::operator()(Order* p) const noexcept { ::munmap(p, bytes); }
+
+// The table is a private anonymous mapping with transparent huge pages asked for: lookups land
+// anywhere in it, and 4 KiB pages would cost a TLB miss on most of them. It is touched here, at
+// construction, so the data path takes no page faults.
+OrderBook::Table OrderBook::allocate(std::size_t slots) {
+  const std::size_t bytes = slots * sizeof(Order);
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) throw_errno(errno, "order book: mmap of " + std::to_string(bytes) + " bytes");
+  ::madvise(m, bytes, MADV_HUGEPAGE);  // advisory: fine if the kernel says no
+  std::memset(m, 0, bytes);
+  return Table(static_cast<Order*>(m), Unmap{bytes});
+}
 
 // Exchanges hand out references in increasing order, and most activity is on recent orders: the
 // low bits of the reference keep those in a few neighbouring cache lines (a multiplicative hash
@@ -112,9 +131,9 @@ void OrderBook::erase(Order* o) noexcept {
 
 void OrderBook::grow() {
   const std::size_t old_cap = mask_ + 1;
-  std::unique_ptr<Order[]> old = std::move(table_);
+  Table old = std::move(table_);
   const std::size_t cap = old_cap * 2;
-  table_ = std::make_unique<Order[]>(cap);
+  table_ = allocate(cap);
   mask_ = cap - 1;
   bits_ = std::countr_zero(cap);
   grow_at_ = cap / 2;
@@ -285,6 +304,23 @@ void OrderBook::clear() noexcept {
     b->live = 0;
   }
   counts_ = BookCounts{};
+}
+
+std::size_t OrderBook::apply(std::span<const Tick> ticks, std::span<Tick> quotes) {
+  // Far enough ahead to cover a memory access, near enough that the lines are still cached.
+  constexpr std::size_t kAhead = 8;
+  const std::size_t n = std::min(ticks.size(), quotes.size());
+  std::size_t q = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) {
+      const Tick& f = ticks[i + kAhead];
+      __builtin_prefetch(&table_[slot_of(f.order_ref)]);
+      if (f.kind == TickKind::Modify) __builtin_prefetch(&table_[slot_of(f.aux)]);
+      if (f.instrument < books_.size()) __builtin_prefetch(&books_[f.instrument]);
+    }
+    q += apply(ticks[i], quotes[q]);
+  }
+  return q;
 }
 
 TopOfBook OrderBook::top(std::uint32_t instrument) const noexcept {

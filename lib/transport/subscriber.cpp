@@ -66,6 +66,7 @@ Subscriber& Subscriber::operator=(Subscriber&&) noexcept = default;
 std::size_t Subscriber::poll_indirect(detail::TickSink sink, std::size_t limit) noexcept {
   const std::size_t n = impl_->poll(sink, limit);
   store_indirect_stats();
+  if (n != 0) probe_.note_delivered();
   // A ring transport hands out its ring once the publisher serves us: poll it inline from then.
   if (impl_->ring() != nullptr) adopt_ring();
   return n;

@@ -68,6 +68,10 @@ class OrderBook {
   // a Quote tick: price/qty = best bid, ask_price()/aux_qty = best ask (0/0 for an empty side;
   // sizes saturate at 2^32-1), exch_ts, seq and flags those of the tick that caused it.
   bool apply(const Tick& t, Tick& quote);
+  // Applies a batch in order, writing the quotes it causes to the front of `quotes` (which must
+  // hold ticks.size()); returns how many. Same result as apply() one by one, faster on a large
+  // book: it prefetches the order table slots a few ticks ahead, overlapping the cache misses.
+  std::size_t apply(std::span<const Tick> ticks, std::span<Tick> quotes);
 
   // Empties every book and zeroes the counts, keeping all memory (to replay an input again).
   void clear() noexcept;
@@ -90,6 +94,13 @@ class OrderBook {
     Side side;
   };
   struct Book;
+  struct Unmap {
+    std::size_t bytes;  // no initializer: it must be default-constructible inside this class
+    void operator()(Order* p) const noexcept;
+  };
+  using Table = std::unique_ptr<Order[], Unmap>;
+
+  static Table allocate(std::size_t slots);
 
   Book* book(std::uint32_t instrument);
   [[nodiscard]] const Book* find_book(std::uint32_t instrument) const noexcept;
@@ -105,7 +116,7 @@ class OrderBook {
   void remove(Order* o) noexcept;
 
   BookConfig cfg_;
-  std::unique_ptr<Order[]> table_;
+  Table table_;
   std::size_t mask_ = 0;
   int bits_ = 0;  // log2 of the table size
   std::size_t size_ = 0;

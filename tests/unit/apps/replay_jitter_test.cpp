@@ -162,3 +162,46 @@ TEST_CASE("replayToJitterOverShmAtAFixedRateWithTheBook", "[e2e]") {
   CHECK(run.jitter["lost"] == 0);
   CHECK(run.jitter["ended"] == "publisher_gone");
 }
+
+// Ping-pong: the measuring end publishes pings, the echo end (a second tickrail-jitter) publishes
+// each back; the figure is RTT/2 on the measuring end's clock, and every ping is answered.
+TEST_CASE("jitterPingPongReportsRttHalfWithEveryPingAnswered", "[e2e][pingpong]") {
+  const std::string jitter = program("TICKRAIL_JITTER", "apps/jitter/tickrail-jitter");
+  REQUIRE(std::filesystem::exists(jitter));
+  const std::string base = (std::filesystem::temp_directory_path() /
+                            ("tickrail-pingpong-" + std::to_string(getpid())))
+                               .string();
+  const std::string channel = "pp-" + std::to_string(getpid());
+  const std::vector<std::string> config = transport_args(base);
+  std::vector<std::string> echo_args = {jitter, "--mode", "echo", "--channel", channel,
+                                        "--attach-timeout-ms", "60000"};
+  std::vector<std::string> ping_args = {jitter, "--mode", "pingpong", "--channel", channel,
+                                        "--attach-timeout-ms", "60000", "--count", "3000",
+                                        "--warmup", "200", "--quiet", "--json", base + ".json"};
+  echo_args.insert(echo_args.begin() + 1, config.begin(), config.end());
+  ping_args.insert(ping_args.begin() + 1, config.begin(), config.end());
+  // The measuring end publishes the forward stream: it starts first, the echo end attaches.
+  const pid_t p = spawn(ping_args, base + "-ping.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const pid_t e = spawn(echo_args, base + "-echo.log");
+  const int ping_rc = wait_bounded(p, std::chrono::seconds(240));
+  const int echo_rc = wait_bounded(e, std::chrono::seconds(60));
+  const std::string ping_log = slurp(base + "-ping.log");
+  const std::string echo_log = slurp(base + "-echo.log");
+  INFO("ping log:\n" << ping_log << "\necho log:\n" << echo_log);
+  REQUIRE(ping_rc == 0);
+  CHECK(echo_rc == 0);
+  const nlohmann::json j = nlohmann::json::parse(slurp(base + ".json"));
+  CHECK(j["figure"] == "rtt/2");
+  CHECK(j["ended"] == "count");
+  CHECK(j["count"] == 3000);
+  CHECK(j["lost"] == 0);
+  CHECK(j["timeouts"] == 0);
+  CHECK(j["p50_ns"].get<double>() > 0);
+  CHECK_THAT(ping_log, Catch::Contains("RTT/2 (ping-pong)"));
+  CHECK_THAT(echo_log, Catch::Contains("pings echoed"));
+  for (const char* suffix : {".json", "-ping.log", "-echo.log", ".toml"}) {
+    std::error_code ec;
+    std::filesystem::remove(base + suffix, ec);
+  }
+}

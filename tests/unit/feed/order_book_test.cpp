@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <map>
 #include <random>
 #include <unordered_map>
@@ -244,4 +245,37 @@ TEST_CASE("bookMatchesAReferenceModelThroughGrowthAndRandomFlow") {
   INFO("live " << book.live_orders());
   REQUIRE(book.counts().rehashes >= 1);
   REQUIRE(book.counts().unknown_refs == 0);
+}
+
+TEST_CASE("bookBatchApplyGivesTheSameQuotesAsOneByOne") {
+  SyntheticConfig cfg;
+  cfg.seed = 5;
+  cfg.instruments = 20;
+  SyntheticFeed a(cfg);
+  SyntheticFeed b(cfg);
+  OrderBook one(BookConfig{.expected_orders = 64});  // small: rehashes happen mid-batch too
+  OrderBook batch(BookConfig{.expected_orders = 64});
+  std::vector<Tick> in(777);
+  std::vector<Tick> in_b(777);
+  std::vector<Tick> q1;
+  std::vector<Tick> qn(777);
+  std::uint64_t total = 0;
+  for (int round = 0; round < 200; ++round) {
+    REQUIRE(a.read(in) == in.size());
+    REQUIRE(b.read(in_b) == in_b.size());
+    q1.clear();
+    for (const Tick& t : in) {
+      Tick q{};
+      if (one.apply(t, q)) q1.push_back(q);
+    }
+    const std::size_t n = batch.apply(in_b, qn);
+    REQUIRE(n == q1.size());
+    REQUIRE(std::memcmp(q1.data(), qn.data(), n * sizeof(Tick)) == 0);
+    total += n;
+  }
+  REQUIRE(total > 10'000);
+  REQUIRE(batch.live_orders() == one.live_orders());
+  REQUIRE(batch.counts().rehashes > 0);
+  std::vector<Tick> small(3);
+  REQUIRE(batch.apply(in, small) <= 3);  // never writes past the quotes it was given
 }

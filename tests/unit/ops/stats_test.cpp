@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "ops_test_util.hpp"
@@ -482,4 +483,42 @@ TEST_CASE("processStartTimeIsField22EvenWithParenthesesInTheName") {
   CHECK_FALSE(stats::process_start_time(45, root.path()).has_value());
   CHECK_FALSE(stats::process_start_time(0).has_value());
   CHECK(stats::process_start_time(::getpid()).has_value());
+}
+
+TEST_CASE("theLongestIntervalBetweenPollsIsRecorded") {
+  Dirs d;
+  const std::string ch = "statgap" + std::to_string(::getpid());
+  Publisher pub(pub_config(d, ch));
+  Subscriber sub(sub_config(d, ch));
+  REQUIRE(eventually([&] {
+    pub.service();
+    return pub.subscriber_count() == 1;
+  }));
+  REQUIRE(sub.wait_active(5s));
+  const auto gap_ns = [&] {
+    const auto ps = scan_dir(d);
+    const auto* me = find_pid(ps, ::getpid());
+    REQUIRE(me != nullptr);
+    REQUIRE(me->ns_per_cycle > 0);
+    return me->cycles_to_ns(find_kind(*me, stats::BlockKind::subscriber)
+                                ->get(stats::SubCounter::max_poll_gap_cycles));
+  };
+  // Spinning polls, then a pause of at least 30 ms between two empty polls: the pause shows up
+  // within kStampEvery polls (the counter may overstate by a few empty polls, never understate).
+  for (int i = 0; i < 100; ++i) (void)sub.poll([](const Tick&) {});
+  std::this_thread::sleep_for(30ms);
+  for (std::uint32_t i = 0; i < stats::PollProbe::kStampEvery; ++i) {
+    (void)sub.poll([](const Tick&) {});
+  }
+  CHECK(gap_ns() >= 30e6);
+
+  // A handler that takes longer than any gap so far: the poll right after the delivering one
+  // is stamped, so the maximum reaches it at once.
+  REQUIRE(pub.publish(Tick{}).ok());
+  const auto want = std::chrono::nanoseconds(static_cast<std::int64_t>(gap_ns())) + 50ms;
+  REQUIRE(eventually([&] {
+    return sub.poll([&](const Tick&) { std::this_thread::sleep_for(want); }) == 1;
+  }));
+  (void)sub.poll([](const Tick&) {});
+  CHECK(gap_ns() >= static_cast<double>(want.count()));
 }

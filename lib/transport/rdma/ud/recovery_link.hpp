@@ -52,6 +52,7 @@ class RecoveryLink {
   // Control plane (conductor thread): takes the connection's pending rdma_cm events without
   // waiting; notes a disconnect for the polling thread.
   void check_events();
+  [[nodiscard]] int event_fd() const noexcept { return channel_.fd(); }
   [[nodiscard]] std::string describe() const { return id_.describe(); }
 
  private:

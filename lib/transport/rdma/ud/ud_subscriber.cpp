@@ -179,7 +179,19 @@ void UdSubscriber::teardown() noexcept {
 }
 
 void UdSubscriber::conductor_loop(std::stop_token st) {
+  std::vector<pollfd> fds;
   while (!st.stop_requested()) {
+    // Sleep in poll() on the rdma_cm channels: woken by their events at once, and every 10 ms
+    // to pick up the polling thread's link requests (which may not make system calls to wake
+    // us). Few wake-ups: on a shared core each one delays a spinning poller.
+    fds.clear();
+    for (auto& g : groups_) {
+      fds.push_back({g->channel.fd(), POLLIN, 0});
+      if (g->link.load(std::memory_order_acquire) == Link::ready) {
+        fds.push_back({g->recovery->event_fd(), POLLIN, 0});
+      }
+    }
+    (void)::poll(fds.data(), fds.size(), 10);
     for (auto& g : groups_) {
       try {
         serve_link(*g);
@@ -194,7 +206,6 @@ void UdSubscriber::conductor_loop(std::stop_token st) {
         logger()->warn("UD subscriber: group {}: {}", g->text, e.what());
       }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 }
 
@@ -222,7 +233,7 @@ void UdSubscriber::serve_link(Group& g) {
     p.publisher = Address::parse(text, g.ep_port);
   }
   p.token = config_.rdma.token;
-  p.session = g.session;
+  p.session = g.session.load(std::memory_order_relaxed);
   p.staging_ticks = staging_ticks_;
   p.timeout = config_.rdma.connect_timeout;
   p.device = config_.rdma.device;
@@ -266,7 +277,7 @@ std::string UdSubscriber::reason() const {
   for (const auto& g : groups_) {
     std::string why;
     char session[24];
-    std::snprintf(session, sizeof session, "%016llx", static_cast<unsigned long long>(g->session));
+    std::snprintf(session, sizeof session, "%016llx", static_cast<unsigned long long>(g->session.load(std::memory_order_relaxed)));
     const std::uint64_t last = g->last_heard.load(std::memory_order_relaxed);
     if (g->ended.load(std::memory_order_acquire)) {
       why = "publisher session " + std::string(session) + " on group " + g->text +

@@ -114,7 +114,8 @@ class UdSubscriber final : public detail::SubscriberTransport {
     std::uint32_t nbufs = 0;
     std::uint32_t repost_from = 0;  // first buffer to post again
     std::uint32_t to_repost = 0;    // consumed buffers waiting to be posted
-    std::uint64_t session = 0;      // 0 until the first valid datagram
+    // 0 until the first valid datagram; written once by the poller, read by status calls.
+    std::atomic<std::uint64_t> session{0};
     std::uint64_t history = 0;      // the publisher's, from its headers
     SequenceTracker tracker;
     bool reading = false;

@@ -37,7 +37,7 @@ void UdSubscriber::repost(Group& g) noexcept {
 }
 
 void UdSubscriber::adopt_session(Group& g, const DatagramHeader& h) noexcept {
-  g.session = h.session;
+  g.session.store(h.session, std::memory_order_relaxed);
   g.history = h.history;
   if (configured_endpoint_ || (h.recovery_family != 0 && h.recovery_port != 0)) {
     g.ep_family = h.recovery_family;
@@ -75,9 +75,10 @@ std::size_t UdSubscriber::on_datagram(Group& g, const std::byte* p, std::size_t 
     return 0;
   }
   const DatagramHeader h = read_header(p);
-  if (g.session == 0) [[unlikely]] {
+  const std::uint64_t session = g.session.load(std::memory_order_relaxed);
+  if (session == 0) [[unlikely]] {
     adopt_session(g, h);
-  } else if (h.session != g.session) [[unlikely]] {
+  } else if (h.session != session) [[unlikely]] {
     ++g.foreign;  // another publisher (or a restarted one) on our group: not our stream
     return 0;
   }
@@ -243,7 +244,7 @@ std::uint64_t UdSubscriber::next_sequence() const noexcept {
 }
 
 std::uint64_t UdSubscriber::session(std::size_t group) const noexcept {
-  return group < groups_.size() ? groups_[group]->session : 0;
+  return group < groups_.size() ? groups_[group]->session.load(std::memory_order_relaxed) : 0;
 }
 
 UdSubscriberCounters UdSubscriber::ud_counters() const noexcept {
