@@ -10,7 +10,8 @@
 //   tickrail  Publisher -> Subscriber over shm: one-way, receive TSC minus Tick::send_ts
 //
 // Latency rounds send one tick at a time at a fixed gap (no queueing); throughput rounds push
-// as fast as the consumer allows, one tick per call, the consumer draining in batches.
+// as fast as the consumer allows, one tick per call, the consumer draining in batches; in them
+// neither contender stamps a send time (tickrail's stamped rate is printed beside).
 //
 // --stats on|off|both: tickrail's live counters (stats.hpp) on, off, or both: a second channel
 // with counters off runs in the same rounds, and the p50 ratio on/off says what they cost.
@@ -309,12 +310,31 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
+    // Throughput compares like with like: spsc_queue carries an unstamped tick, so the headline
+    // tickrail figure comes from a channel that does not stamp send times either (the stamp's
+    // LFENCE;RDTSC costs more than moving the tick). The stamped channel's rate is printed too.
+    PublisherConfig pc3 = pc;
+    pc3.channel += "-nostamp";
+    pc3.stamp_send_time = false;
+    Publisher pub_ns(pc3);
+    SubscriberConfig sc3 = sc;
+    sc3.channel = pc3.channel;
+    Subscriber sub_ns(sc3);
+    for (int i = 0; i < 1000 && pub_ns.subscriber_count() == 0; ++i) {
+      pub_ns.service();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (!sub_ns.wait_active(std::chrono::seconds(5))) {
+      std::cerr << "tickrail-bench: the unstamped channel's subscriber never became active\n";
+      return 1;
+    }
     std::printf("  live counters: %s\n", both ? "on and off, alternating in each round"
                                                : (pc.stats ? "on" : "off"));
+    std::printf("  throughput: unstamped ticks in both (tickrail's stamped rate shown apart)\n");
     boost::lockfree::spsc_queue<Tick> q(4096);
 
     Histogram h_floor, h_spsc, h_tr;
-    std::vector<double> r_spsc, r_tr, tp_spsc, tp_tr, tp_ratio;
+    std::vector<double> r_spsc, r_tr, tp_spsc, tp_tr, tp_ratio, tp_stamped;
     Histogram h_off, h_on_paired;  // --stats both: adjacent on/off rounds
     std::vector<double> r_stats, tp_stats;  // per round: counters on / counters off
     for (int r = 0; r < o.rounds; ++r) {
@@ -344,17 +364,20 @@ int main(int argc, char** argv) {
         }
       }
       const double a = spsc_throughput_round(o, q);
-      const double b = tickrail_throughput_round(o, pub, sub);
+      const double b = tickrail_throughput_round(o, pub_ns, sub_ns);
+      const double b_st = tickrail_throughput_round(o, pub, sub);
       if (both) {
         b_off = tickrail_throughput_round(o, *pub_off, *sub_off);
-        tp_stats.push_back(b / b_off);
+        tp_stats.push_back(b_st / b_off);
       }
       tp_spsc.push_back(a);
       tp_tr.push_back(b);
+      tp_stamped.push_back(b_st);
       tp_ratio.push_back(b / a);
       std::printf("  round %2d: floor p50 %6.1f ns | spsc p50 %6.1f ns (%.2fx) | tickrail p50 %6.1f "
-                  "ns (%.2fx) | throughput spsc %6.2f M/s, tickrail %6.2f M/s (%.2fx)\n",
-                  r + 1, f, s, s / f, t, t / f, a / 1e6, b / 1e6, b / a);
+                  "ns (%.2fx) | throughput spsc %6.2f M/s, tickrail %6.2f M/s (%.2fx), "
+                  "stamped %6.2f M/s\n",
+                  r + 1, f, s, s / f, t, t / f, a / 1e6, b / 1e6, b / a, b_st / 1e6);
       if (both) {
         std::printf("            counters off: p50 %6.1f ns, on/off p50 %.3f | throughput %6.2f M/s, "
                     "on/off %.3f\n",
@@ -376,8 +399,9 @@ int main(int argc, char** argv) {
                 "  spsc_queue %.2fx, tickrail %.2fx\n",
                 med(r_spsc), med(r_tr));
     std::printf("throughput, median over rounds: spsc_queue %.2f M ticks/s, tickrail %.2f M ticks/s; "
-                "tickrail/spsc %.2fx (median of per-round ratios)\n",
-                med(tp_spsc) / 1e6, med(tp_tr) / 1e6, med(tp_ratio));
+                "tickrail/spsc %.2fx (median of per-round ratios); tickrail stamping send times "
+                "%.2f M ticks/s\n",
+                med(tp_spsc) / 1e6, med(tp_tr) / 1e6, med(tp_ratio), med(tp_stamped) / 1e6);
     if (both) {
       std::printf("live counters, on/off in the same rounds (median of per-round ratios): "
                   "p50 %.3f, throughput %.3f\n",
@@ -394,6 +418,7 @@ int main(int argc, char** argv) {
     j["p50_ratio_to_floor_median"] = {{"spsc_queue", med(r_spsc)}, {"tickrail_shm", med(r_tr)}};
     j["throughput_ticks_per_s_median"] = {{"spsc_queue", med(tp_spsc)}, {"tickrail_shm", med(tp_tr)}};
     j["throughput_ratio_tickrail_to_spsc_median"] = med(tp_ratio);
+    j["throughput_ticks_per_s_median"]["tickrail_shm_stamped"] = med(tp_stamped);
     j["stats"] = o.stats;
     if (both) {
       j["latency_ns"]["tickrail_shm_no_stats"] = to_json(summarize(h_off));
