@@ -61,11 +61,11 @@ class Recorder {
   void on_tick(const Tick& t, std::uint64_t now) noexcept {
     const std::uint64_t lat = now >= t.send_ts ? now - t.send_ts : 0;
     if (now < t.send_ts) [[unlikely]] ++negative_;
-    const auto ns = static_cast<std::uint64_t>(static_cast<double>(lat) * ns_per_tick_);
+    const std::uint64_t ns = to_ns(lat);
     latency_.record(ns);
     window_.record(ns);
     if (last_rx_ != 0) {
-      interarrival_.record(static_cast<std::uint64_t>(static_cast<double>(now - last_rx_) * ns_per_tick_));
+      interarrival_.record(to_ns(now >= last_rx_ ? now - last_rx_ : 0));
     }
     last_rx_ = now;
     if (next_seq_ == 0) [[unlikely]] {
@@ -84,9 +84,14 @@ class Recorder {
   // long this thread did not poll (the OS taking the core, an interrupt, a page fault...).
   void on_poll(std::uint64_t now) noexcept {
     if (last_poll_ != 0) {
-      poll_gap_.record(static_cast<std::uint64_t>(static_cast<double>(now - last_poll_) * ns_per_tick_));
+      poll_gap_.record(to_ns(now >= last_poll_ ? now - last_poll_ : 0));
     }
     last_poll_ = now;
+  }
+  // Clock ticks to ns, saturating: a double at or above 2^64 has no uint64 value.
+  [[nodiscard]] std::uint64_t to_ns(std::uint64_t ticks) const noexcept {
+    const double ns = static_cast<double>(ticks) * ns_per_tick_;
+    return ns < 18446744073709549568.0 ? static_cast<std::uint64_t>(ns) : ~std::uint64_t{0};
   }
   // Forget the previous turn (after work the loop did on purpose, such as printing a line).
   void skip_poll_gap() noexcept { last_poll_ = 0; }

@@ -50,6 +50,17 @@ TEST_CASE("memlockFailureMessageNamesTheLimitAndTheFixes") {
 
 // In a child without CAP_IPC_LOCK and with a 64 KiB limit, mlockall must fail and say why.
 TEST_CASE("lockAllMemoryFailsCleanlyAgainstASmallLimit") {
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr bool kAsan = true;
+#elif defined(__has_feature)
+  constexpr bool kAsan = __has_feature(address_sanitizer);
+#else
+  constexpr bool kAsan = false;
+#endif
+  if (kAsan) {
+    WARN("ASan intercepts mlockall() as a no-op that succeeds: not testable in this build");
+    return;
+  }
   int fds[2];
   REQUIRE(pipe(fds) == 0);
   const pid_t pid = fork();
