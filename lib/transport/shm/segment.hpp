@@ -66,10 +66,12 @@ struct alignas(kPad) SegmentHeader {
 
 struct alignas(kPad) Entry {
   std::atomic<std::uint32_t> state;
-  std::uint32_t policy;
-  std::int32_t pid;
+  // Written by the subscriber while it claims the entry, read by the publisher after `state`
+  // says so; atomic (relaxed) because tools and the stats thread read them at any time.
+  std::atomic<std::uint32_t> policy;
+  std::atomic<std::int32_t> pid;
   std::atomic<std::uint32_t> reason;
-  std::uint64_t pid_start_time;
+  std::atomic<std::uint64_t> pid_start_time;
   std::uint64_t disconnect_after_ns;
   std::atomic<std::uint64_t> start_seq;
   std::atomic<std::uint64_t> attach_count;  // bumped per claim: tells a stale subscriber apart

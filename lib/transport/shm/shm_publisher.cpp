@@ -59,11 +59,12 @@ void ShmPublisher::conductor_loop(std::stop_token st) {
         continue;
       }
       if (state == EntryState::claimed) continue;  // fields still being written
-      if (!process_alive(e.pid, e.pid_start_time)) {
+      const std::int32_t pid = e.pid.load(std::memory_order_relaxed);
+      if (!process_alive(pid, e.pid_start_time.load(std::memory_order_relaxed))) {
         if (e.state.compare_exchange_strong(s, static_cast<std::uint32_t>(EntryState::dead),
                                             std::memory_order_acq_rel)) {
           logger()->warn("publisher '{}': subscriber pid {} in slot {} is gone; reclaiming its ring",
-                         config_.channel, e.pid, i);
+                         config_.channel, pid, i);
           changed = true;
         }
       }
@@ -83,8 +84,8 @@ std::vector<SubscriberStatus> ShmPublisher::subscribers() const {
     if (state == EntryState::free) continue;
     SubscriberStatus s;
     s.slot = i;
-    s.pid = e.pid;
-    s.policy = static_cast<SlowConsumerPolicy>(e.policy);
+    s.pid = e.pid.load(std::memory_order_relaxed);
+    s.policy = static_cast<SlowConsumerPolicy>(e.policy.load(std::memory_order_relaxed));
     s.state = to_string(state);
     s.position = e.credit.load(std::memory_order_acquire);
     const std::uint64_t published = h.next_seq.load(std::memory_order_relaxed);

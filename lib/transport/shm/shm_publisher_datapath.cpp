@@ -143,7 +143,7 @@ void ShmPublisher::activate(std::uint32_t index) noexcept {
   s.entry = &e;
   s.cached_credit = next_seq_;
   s.index = index;
-  s.policy = static_cast<SlowConsumerPolicy>(e.policy);
+  s.policy = static_cast<SlowConsumerPolicy>(e.policy.load(std::memory_order_relaxed));
   s.disconnect_ticks =
       Clock::instance().ns_to_ticks(static_cast<double>(e.disconnect_after_ns));
   if (s.disconnect_ticks == 0) s.disconnect_ticks = 1;
@@ -159,7 +159,7 @@ void ShmPublisher::remove_active(std::uint32_t pos) noexcept {
 
 void ShmPublisher::release_entry(std::uint32_t index) noexcept {
   Entry& e = segment_.entry(index);
-  e.pid = 0;
+  e.pid.store(0, std::memory_order_relaxed);
   e.state.store(st(EntryState::free), std::memory_order_release);
 }
 

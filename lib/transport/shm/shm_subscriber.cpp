@@ -47,9 +47,10 @@ ShmSubscriber::ShmSubscriber(const SubscriberConfig& config)
                                        " subscriber entries are taken (raise max_subscribers)");
   }
   entry_ = &segment_.entry(index_);
-  entry_->policy = static_cast<std::uint32_t>(config_.policy);
-  entry_->pid = ::getpid();
-  entry_->pid_start_time = process_start_time(::getpid()).value_or(0);
+  entry_->policy.store(static_cast<std::uint32_t>(config_.policy), std::memory_order_relaxed);
+  entry_->pid.store(::getpid(), std::memory_order_relaxed);
+  entry_->pid_start_time.store(process_start_time(::getpid()).value_or(0),
+                               std::memory_order_relaxed);
   entry_->disconnect_after_ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(config_.disconnect_after).count());
   entry_->reason.store(0, std::memory_order_relaxed);
