@@ -209,6 +209,10 @@ void UdSubscriber::conductor_loop(std::stop_token st) {
   }
 }
 
+namespace {
+constexpr std::uint32_t kConnectAttempts = 3;  // in a row, before recovery is unavailable
+}  // namespace
+
 void UdSubscriber::serve_link(Group& g) {
   Link s = g.link.load(std::memory_order_acquire);
   if (s == Link::broken) {
@@ -241,8 +245,19 @@ void UdSubscriber::serve_link(Group& g) {
     g.recovery = std::make_unique<RecoveryLink>(p);
     logger()->info("UD subscriber: group {}: recovery link {} (history {} ticks)", g.text,
                    g.recovery->describe(), g.recovery->history());
+    g.connect_failures = 0;
     g.link.store(Link::ready, std::memory_order_release);
   } catch (const std::exception& e) {
+    // rdma_cm's connection messages are datagrams: on a lossy fabric one can go missing and the
+    // attempt time out. Try again at once a few times, holes waiting, before declaring
+    // recovery unavailable (then holes are given up and the link retried later).
+    if (++g.connect_failures < kConnectAttempts) {
+      logger()->warn("UD subscriber: group {}: recovery from {}: {}; trying again ({} of {})",
+                     g.text, p.publisher.str(), e.what(), g.connect_failures + 1,
+                     kConnectAttempts);
+      return;  // still `wanted`
+    }
+    g.connect_failures = 0;
     {
       std::lock_guard lock(mutex_);
       g.link_error = std::string("recovery from ") + p.publisher.str() + ": " + e.what();

@@ -108,6 +108,7 @@ class UdSubscriber final : public detail::SubscriberTransport {
     std::uint8_t ep_addr[16]{};
     std::uint16_t ep_port = 0;
     std::string link_error;  // conductor, under mutex_
+    std::uint32_t connect_failures = 0;  // conductor: consecutive failed connects
 
     // Data path state.
     std::uint32_t index = 0;
