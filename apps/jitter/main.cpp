@@ -127,15 +127,20 @@ void one_way(const SubscriberConfig& sc, const jitter::Options& o, jitter::Recor
 }
 
 // Attaches to a stream whose publisher may not be up yet, over any transport: every failure
-// before the deadline is retried; the last one is reported.
-Subscriber subscribe_retrying(const SubscriberConfig& sc) {
+// before the deadline is retried; the last one is reported. Between attempts `ours` is served,
+// so that the far end's subscription to it completes (it publishes the stream we wait for only
+// once subscribed).
+Subscriber subscribe_retrying(const SubscriberConfig& sc, Publisher* ours) {
   const auto deadline = std::chrono::steady_clock::now() + sc.attach_timeout;
   for (;;) {
     try {
       return Subscriber(sc);
     } catch (const Error&) {
       if (std::chrono::steady_clock::now() >= deadline) throw;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      for (int i = 0; i < 50; ++i) {
+        if (ours != nullptr) ours->service();
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
     }
   }
 }
@@ -150,7 +155,7 @@ void ping(const SubscriberConfig& sc, const jitter::Options& o, jitter::Recorder
   const SubscriberConfig ec = jitter::echo_subscriber(sc, o);
   note("publishing pings on " + info.transport + " channel '" + sc.channel +
        "'; waiting for tickrail-jitter --mode echo to answer on '" + ec.channel + "'");
-  Subscriber sub = subscribe_retrying(ec);
+  Subscriber sub = subscribe_retrying(ec, &pub);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 
@@ -250,7 +255,7 @@ void ping(const SubscriberConfig& sc, const jitter::Options& o, jitter::Recorder
 
 // The far end of ping-pong: every tick received goes back on the echo stream as it came.
 int echo(const SubscriberConfig& sc, const jitter::Options& o) {
-  Subscriber sub = subscribe(sc);
+  Subscriber sub = subscribe_retrying(sc, nullptr);  // the measuring end may start later
   PublisherConfig pc = jitter::echo_publisher(sc, o);
   Publisher pub(pc);
   note("echoing " + std::string(to_string(sc.transport)) + " channel '" + sc.channel +
