@@ -287,6 +287,7 @@ void read_rdma_config(ConfigFile::Section s, RdmaConfig& out) {
   s.get("signal_every", out.signal_every);
   s.get("credit_every", out.credit_every);
   s.get("recv_batch", out.recv_batch);
+  s.get("split_commit", out.split_commit);
   s.get("groups", out.groups);
   s.get("max_ticks_per_datagram", out.max_ticks_per_datagram);
   s.get("batch_delay_ns", out.batch_delay);

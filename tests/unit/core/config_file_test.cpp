@@ -66,6 +66,7 @@ polling = "cq"
 signal_every = 16
 credit_every = 8
 recv_batch = 4
+split_commit = true
 groups = ["239.1.1.2"]
 max_ticks_per_datagram = 8
 batch_delay_ns = 500
@@ -100,6 +101,7 @@ address = "0.0.0.0"
   CHECK(c.rdma.signal_every == 16);
   CHECK(c.rdma.credit_every == 8);
   CHECK(c.rdma.recv_batch == 4);
+  CHECK(c.rdma.split_commit);
   CHECK(c.rdma.groups == std::vector<std::string>{"239.1.1.2"});
   CHECK(c.rdma.max_ticks_per_datagram == 8);
   CHECK(c.rdma.batch_delay == std::chrono::nanoseconds(500));
