@@ -64,13 +64,9 @@ Error connect_error(Publisher& pub, const SubscriberConfig& c, Extra... extra) {
 
 template <class T = Subscriber>
 std::unique_ptr<T> connect(Publisher& pub, const SubscriberConfig& c) {
-  auto f = std::async(std::launch::async, [&c] { return std::make_unique<T>(c); });
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (f.wait_for(1ms) != std::future_status::ready) {
-    pub.service();
-    REQUIRE(std::chrono::steady_clock::now() < deadline);
-  }
-  return f.get();
+  auto s = rc_test::construct_serving(pub, [&c] { return std::make_unique<T>(c); });
+  REQUIRE(s != nullptr);
+  return s;
 }
 
 }  // namespace

@@ -99,13 +99,9 @@ struct RawSubscriber {
 
 std::unique_ptr<RawSubscriber> connect(Publisher& pub, const std::string& addr) {
   const std::uint16_t port = pub.config().rdma.port;
-  auto f = std::async(std::launch::async, [&] { return std::make_unique<RawSubscriber>(addr, port); });
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (f.wait_for(1ms) != std::future_status::ready) {
-    pub.service();
-    REQUIRE(std::chrono::steady_clock::now() < deadline);
-  }
-  return f.get();
+  auto s = rc_test::construct_serving(pub, [&] { return std::make_unique<RawSubscriber>(addr, port); });
+  REQUIRE(s != nullptr);
+  return s;
 }
 
 }  // namespace

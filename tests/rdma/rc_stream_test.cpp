@@ -53,13 +53,9 @@ SubscriberConfig sub_config(const Publisher& pub, RcPolling polling,
 // Builds T(config) on a helper thread while this thread serves the publisher (bounded).
 template <class T>
 std::unique_ptr<T> connect(Publisher& pub, const SubscriberConfig& c) {
-  auto f = std::async(std::launch::async, [&c] { return std::make_unique<T>(c); });
+  auto s = rc_test::construct_serving(pub, [&c] { return std::make_unique<T>(c); });
+  REQUIRE(s != nullptr);
   const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (f.wait_for(1ms) != std::future_status::ready) {
-    pub.service();
-    REQUIRE(std::chrono::steady_clock::now() < deadline);
-  }
-  auto s = f.get();
   // Activation happens on the publishing thread, after ESTABLISHED.
   auto all_active = [&pub] {
     const auto list = pub.subscribers();

@@ -11,15 +11,31 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <future>
 #include <optional>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "tickrail/config.hpp"
+#include "tickrail/publisher.hpp"
 #include "tickrail/tick.hpp"
 
 namespace tickrail::rc_test {
+
+// Runs `make()` (which connects to `pub`) on a helper thread while this thread serves `pub`:
+// a connection completes only when the publishing thread serves it. Its result, or nullptr
+// when it took longer than 30 s.
+template <class Make>
+auto construct_serving(Publisher& pub, Make make) -> decltype(make()) {
+  auto f = std::async(std::launch::async, std::move(make));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (f.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+    pub.service();
+    if (std::chrono::steady_clock::now() >= deadline) return nullptr;
+  }
+  return f.get();
+}
 
 // Every field is derived from the sequence number: a tick checks itself.
 inline Tick payload(std::uint64_t seq) {
