@@ -7,7 +7,7 @@
 set -u
 A=$TICKRAIL_RDMA_ADDR D=$TICKRAIL_RDMA_DEV
 ulimit -l unlimited
-for r in 1 2 3 4 5; do
+for r in $(seq 1 "${ROUNDS:-5}"); do
   ib_write_lat -d "$D" -s 64 -n 5000 -p 18515 >/tmp/srv.log 2>&1 &
   sleep 1
   echo "round $r: ib_write_lat: $(ib_write_lat -d "$D" -s 64 -n 5000 -p 18515 "$A" 2>&1 | awk '/^ *64 /{print "t_min " $3 " t_typical " $5 " t_99 " $8}')"

@@ -96,11 +96,11 @@ def main() -> int:
     run([args.exe, "--address", addr, "--device", dev, "--port", 7620, "fanout",
          "--subscribers", 1, "--count", args.count // 4, "--batch", 1], 300)
 
-    print("== publisher cost per tick, paced at 300 ticks/s, 1 tick/datagram: 1 vs 8 subscribers",
-          flush=True)
-    for k, port in ((1, 7640), (8, 7660)):
+    print("== publisher cost per tick, paced at 1000 ticks/s, 1 tick/datagram: 1, 2, 4, 8 "
+          "subscribers", flush=True)
+    for k, port in ((1, 7640), (2, 7650), (4, 7660), (8, 7670)):
         run([args.exe, "--address", addr, "--device", dev, "--port", port, "fanout",
-             "--subscribers", k, "--count", 3000, "--batch", 1, "--rate", 300], 300)
+             "--subscribers", k, "--count", 5000, "--batch", 1, "--rate", 1000], 300)
     return 0
 
 

@@ -10,6 +10,9 @@
 //                            [--batch T] [--rate R]
 //       one publisher, K subscriber processes: ticks/s offered and delivered, and the time the
 //       publisher spends in publish() per tick (its CPU cost), paced at R ticks/s or unpaced.
+//   tickrail-bench-ud subscribe --address A [--subscribers K] [--count N]
+//       K subscriber processes only, for `fanout --remote` on another host (the publisher's
+//       cost without the fan-out that Soft-RoCE does in the kernel of the host it runs on).
 // Figures are printed as a table and, with --json, as one JSON object per line. Processes are
 // forked before any RDMA resource exists. Every wait is bounded.
 #include <signal.h>
@@ -23,10 +26,12 @@
 #include <rdma/rdma_cma.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <thread>
 #include <vector>
@@ -119,9 +124,12 @@ int pong(const Common& c, std::uint64_t total, int ready_fd) {
     (void)pub.publish(back);
     ++seen;
   };
-  while (seen < total && seconds_since(t0) < c.timeout_s) {
+  // As in the floor's loops: housekeeping and the wall clock (a system call where the kernel
+  // clocksource is not the TSC) only once in many empty polls, so a ping is seen promptly.
+  for (std::uint64_t spins = 1; seen < total; ++spins) {
     const std::size_t n = sub.poll(echo, 16);
-    if (n == 0) pub.service();
+    if (n == 0 && spins % 64 == 0) pub.service();
+    if (n == 0 && spins % 4096 == 0 && seconds_since(t0) >= c.timeout_s) break;
     idle.idle(static_cast<int>(n));
   }
   print_hist("tickrail UD one-way (pong side, TSC)", one_way, c.json);
@@ -164,9 +172,9 @@ int lat(Common c, std::uint64_t iters, std::uint64_t warmup) {
     got = false;
     const std::uint64_t start = Clock::now();
     (void)pub.publish(t);
-    while (!got) {
+    for (std::uint64_t spins = 1; !got; ++spins) {
       const std::size_t n = sub.poll(on_echo, 1);
-      if (n == 0 && seconds_since(t0) > c.timeout_s) break;
+      if (n == 0 && spins % 4096 == 0 && seconds_since(t0) > c.timeout_s) break;
       if (n == 0) idle.idle(0);
     }
     if (!got) {
@@ -396,8 +404,9 @@ SubResult subscriber_process(const Common& c, std::uint64_t count, int ready_fd)
   return r;
 }
 
-int fanout(const Common& c, std::uint32_t subscribers, std::uint64_t count, std::uint32_t batch,
-           double rate) {
+// K subscriber processes and nothing else, for a publisher on another host (fanout --remote):
+// prints one line per subscriber and succeeds when each delivered or counted every tick.
+int subscribe_only(const Common& c, std::uint32_t subscribers, std::uint64_t count) {
   std::vector<pid_t> kids;
   std::vector<int> result_fds;
   int ready[2];
@@ -422,6 +431,48 @@ int fanout(const Common& c, std::uint32_t subscribers, std::uint64_t count, std:
     char b = 0;
     if (read(ready[0], &b, 1) != 1) return 1;
   }
+  std::printf("subscribe: %u subscriber(s) joined %s\n", subscribers, c.group_a.c_str());
+  std::fflush(stdout);
+  bool ok = true;
+  for (std::uint32_t i = 0; i < subscribers; ++i) {
+    SubResult r{};
+    if (read(result_fds[i], &r, sizeof r) != sizeof r) r = {};
+    waitpid(kids[i], nullptr, 0);
+    std::printf("subscriber %u: delivered %" PRIu64 ", lost %" PRIu64 ", %.0f ticks/s%s\n", i,
+                r.delivered, r.lost, r.seconds > 0 ? static_cast<double>(r.delivered) / r.seconds : 0.0,
+                r.ok ? "" : " (FAILED: not every tick delivered or counted, in order)");
+    ok = ok && r.ok;
+  }
+  std::fflush(stdout);
+  return ok ? 0 : 1;
+}
+
+int fanout(const Common& c, std::uint32_t subscribers, std::uint64_t count, std::uint32_t batch,
+           double rate, bool remote) {
+  std::vector<pid_t> kids;
+  std::vector<int> result_fds;
+  int ready[2];
+  if (pipe(ready) != 0) return 2;
+  for (std::uint32_t i = 0; i < (remote ? 0 : subscribers); ++i) {
+    int res[2];
+    if (pipe(res) != 0) return 2;
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(ready[0]);
+      close(res[0]);
+      const SubResult r = subscriber_process(c, count, ready[1]);
+      (void)!write(res[1], &r, sizeof r);
+      std::_Exit(0);
+    }
+    close(res[1]);
+    kids.push_back(pid);
+    result_fds.push_back(res[0]);
+  }
+  close(ready[1]);
+  for (std::uint32_t i = 0; i < (remote ? 0 : subscribers); ++i) {
+    char b = 0;
+    if (read(ready[0], &b, 1) != 1) return 1;
+  }
   Publisher pub(pub_config(c, c.group_a, c.port, batch));
   const auto tw = SteadyClock::now();
   while (pub.subscriber_count() < subscribers && seconds_since(tw) < c.timeout_s) {
@@ -432,30 +483,58 @@ int fanout(const Common& c, std::uint32_t subscribers, std::uint64_t count, std:
   std::vector<Tick> chunk(batch);
   std::uint64_t next = 1;
   std::uint64_t in_publish = 0;  // clock ticks spent inside publish()
+  // The publisher thread's CPU time inside publish(), which excludes time it was preempted by
+  // the subscribers' spinning processes (wall time does not), and its user/system split.
+  std::uint64_t cpu_in_publish_ns = 0;
+  auto thread_cpu_ns = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL +
+           static_cast<std::uint64_t>(ts.tv_nsec);
+  };
   rusage ru0{};
-  getrusage(RUSAGE_SELF, &ru0);
+  getrusage(RUSAGE_THREAD, &ru0);
   const auto t0 = SteadyClock::now();
   const double period = rate > 0 ? 1.0 / rate : 0;
+  timespec start_ts{};
+  clock_gettime(CLOCK_MONOTONIC, &start_ts);
   while (next <= count) {
     if (period > 0) {
-      const double due = static_cast<double>(next - 1) * period;  // open loop
-      while (seconds_since(t0) < due) {
+      // Open loop, asleep until due: the CPU measured is publish()'s, not a pacing spin's.
+      const auto due_ns = static_cast<std::uint64_t>(static_cast<double>(next - 1) * period * 1e9);
+      timespec due = start_ts;
+      due.tv_sec += static_cast<time_t>(due_ns / 1'000'000'000ULL);
+      due.tv_nsec += static_cast<long>(due_ns % 1'000'000'000ULL);
+      if (due.tv_nsec >= 1'000'000'000L) {
+        ++due.tv_sec;
+        due.tv_nsec -= 1'000'000'000L;
+      }
+      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, nullptr) == EINTR) {
       }
     }
     const auto n = static_cast<std::size_t>(
         std::min<std::uint64_t>(period > 0 ? 1 : batch, count - next + 1));
+    const std::uint64_t c0 = period > 0 ? thread_cpu_ns() : 0;
     const std::uint64_t a = Clock::now();
     const PublishResult r = pub.publish(std::span<const Tick>(chunk.data(), n));
     in_publish += Clock::now() - a;
+    if (period > 0) cpu_in_publish_ns += thread_cpu_ns() - c0;
     next += r.published;
   }
   const double secs = seconds_since(t0);
   rusage ru1{};
-  getrusage(RUSAGE_SELF, &ru1);
+  getrusage(RUSAGE_THREAD, &ru1);
   // Heartbeats while the subscribers finish (their recovery is served by the NIC).
   const auto te = SteadyClock::now();
-  std::vector<SubResult> results(subscribers);
-  for (std::uint32_t i = 0; i < subscribers; ++i) {
+  if (remote) {
+    // The subscribers report on their host; serve heartbeats and recovery until they leave.
+    while (pub.subscriber_count() > 0 && seconds_since(te) < c.timeout_s) {
+      pub.service();
+      std::this_thread::sleep_for(Ms(1));
+    }
+  }
+  std::vector<SubResult> results(remote ? 0 : subscribers);
+  for (std::uint32_t i = 0; i < results.size(); ++i) {
     while (seconds_since(te) < c.timeout_s) {
       pub.service();
       fd_set set;
@@ -468,10 +547,16 @@ int fanout(const Common& c, std::uint32_t subscribers, std::uint64_t count, std:
     waitpid(kids[i], nullptr, 0);
   }
   const double ns_per_tick = clock.to_ns(in_publish) / static_cast<double>(count);
-  const double cpu = static_cast<double>(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec +
-                                         ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
-                     static_cast<double>(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
-                                         ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
+  auto secs_of = [](const timeval& a, const timeval& b) {
+    return static_cast<double>(b.tv_sec - a.tv_sec) + static_cast<double>(b.tv_usec - a.tv_usec) / 1e6;
+  };
+  const double user = secs_of(ru0.ru_utime, ru1.ru_utime);
+  const double sys = secs_of(ru0.ru_stime, ru1.ru_stime);
+  const double per_tick = 1e9 / static_cast<double>(count);
+  // Paced: thread CPU inside publish(); unpaced the loop is all publish(), so the thread's
+  // whole CPU time over the loop.
+  const double cpu_ns = period > 0 ? static_cast<double>(cpu_in_publish_ns) / static_cast<double>(count)
+                                   : (user + sys) * per_tick;
   double slowest = 0;
   std::uint64_t lost = 0;
   bool ok = true;
@@ -485,16 +570,17 @@ int fanout(const Common& c, std::uint32_t subscribers, std::uint64_t count, std:
   if (c.json) {
     std::printf("{\"what\":\"fanout\",\"subscribers\":%u,\"ticks\":%" PRIu64 ",\"batch\":%u,"
                 "\"rate\":%.0f,\"offered_ticks_per_s\":%.0f,\"delivered_ticks_per_s\":%.0f,"
-                "\"publish_ns_per_tick\":%.1f,\"process_cpu_ns_per_tick\":%.1f,\"lost\":%" PRIu64
+                "\"publish_wall_ns_per_tick\":%.1f,\"publish_cpu_ns_per_tick\":%.1f,"
+                "\"thread_user_ns_per_tick\":%.1f,\"thread_sys_ns_per_tick\":%.1f,\"lost\":%" PRIu64
                 ",\"ok\":%s}\n",
-                subscribers, count, batch, rate, offered, delivered, ns_per_tick,
-                cpu * 1e9 / static_cast<double>(count), lost, ok ? "true" : "false");
+                subscribers, count, batch, rate, offered, delivered, ns_per_tick, cpu_ns,
+                user * per_tick, sys * per_tick, lost, ok ? "true" : "false");
   } else {
-    std::printf("fanout %u subscriber(s), %" PRIu64 " ticks, %u/datagram, %s: offered %.0f ticks/s, "
-                "slowest subscriber delivered %.0f ticks/s, publish() %.1f ns/tick, publisher "
-                "process CPU %.1f ns/tick, lost %" PRIu64 "%s\n",
-                subscribers, count, batch, rate > 0 ? "paced" : "unpaced", offered, delivered,
-                ns_per_tick, cpu * 1e9 / static_cast<double>(count), lost, ok ? "" : " (FAILED)");
+    std::printf("fanout %u%s subscriber(s), %" PRIu64 " ticks, %u/datagram, %s: offered %.0f ticks/s, "
+                "slowest subscriber delivered %.0f ticks/s, publish() wall %.1f ns/tick, publisher "
+                "thread CPU in publish() %.1f ns/tick (loop: user %.1f, system %.1f ns/tick), lost %" PRIu64 "%s\n",
+                subscribers, remote ? " remote" : "", count, batch, rate > 0 ? "paced" : "unpaced",
+                offered, delivered, ns_per_tick, cpu_ns, user * per_tick, sys * per_tick, lost, ok ? "" : " (FAILED)");
   }
   std::fflush(stdout);
   return ok ? 0 : 1;
@@ -525,7 +611,13 @@ int main(int argc, char** argv) {
   std::uint64_t count = 1'000'000;
   std::uint32_t batch = 15;
   double rate = 0;
+  bool remote = false;
   auto* f = app.add_subcommand("fanout", "throughput and publisher cost with K subscribers");
+  f->add_flag("--remote", remote,
+              "the K subscribers run elsewhere (tickrail-bench-ud subscribe): wait for them");
+  auto* so = app.add_subcommand("subscribe", "K subscriber processes only, for fanout --remote");
+  so->add_option("--subscribers", subscribers);
+  so->add_option("--count", count);
   f->add_option("--subscribers", subscribers);
   f->add_option("--count", count);
   f->add_option("--batch", batch, "ticks per datagram");
@@ -535,7 +627,8 @@ int main(int argc, char** argv) {
     c.idle = parse_idle_kind(idle_name);
     if (l->parsed()) return lat(c, iters, warmup);
     if (fl->parsed()) return floor_lat(c, iters, warmup);
-    return fanout(c, subscribers, count, batch, rate);
+    if (so->parsed()) return subscribe_only(c, subscribers, count);
+    return fanout(c, subscribers, count, batch, rate, remote);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tickrail-bench-ud: %s\n", e.what());
     return 1;

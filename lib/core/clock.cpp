@@ -153,6 +153,20 @@ Clock::Clock() {
   if (source_ != ClockSource::tsc) {
     source_ = ClockSource::monotonic_raw;
     ns_per_tick_ = 1.0;
+    // What each stamp will cost: the vDSO reads tsc or kvm-clock in tens of ns; hpet and
+    // acpi_pm make every read a system call (microseconds in a VM).
+    constexpr int kReads = 64;
+    const std::uint64_t t0 = detail::monotonic_raw_ns();
+    for (int i = 0; i < kReads - 1; ++i) (void)detail::monotonic_raw_ns();
+    const std::uint64_t per_read = (detail::monotonic_raw_ns() - t0) / kReads;
+    std::string src;
+    if (std::ifstream f("/sys/devices/system/clocksource/clocksource0/current_clocksource"); f) {
+      std::getline(f, src);
+    }
+    add_note((src.empty() ? std::string() : "kernel clocksource " + src + ", ") +
+             std::to_string(per_read) + " ns per read" +
+             (per_read >= 500 ? ": a system call per stamp (TICKRAIL_CLOCK=tsc if the TSC is known stable)"
+                              : ""));
   }
   detail::clock_source.store(source_, std::memory_order_release);
 }

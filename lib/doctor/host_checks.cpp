@@ -534,13 +534,24 @@ std::vector<Finding> check_tsc(const Options& o) {
                               "): latency stamps use RDTSC" +
                               (src.empty() ? "" : "; kernel clocksource " + src)));
   } else {
+    // The fallback's cost is the kernel clocksource's: tsc and kvm-clock are read in the vDSO
+    // (tens of ns); hpet and acpi_pm make every read a system call and a device-register read
+    // (microseconds in a VM: 3.6 us in a QEMU TCG guest), paid by every stamped tick.
+    const std::string src =
+        fs.line("sys/devices/system/clocksource/clocksource0/current_clocksource").value_or("");
+    const bool vdso = src.empty() || src == "tsc" || src == "kvm-clock";
+    const std::string cost =
+        src.empty() ? "tens of ns per stamp"
+        : vdso      ? "kernel clocksource " + src + ": tens of ns per stamp"
+                    : "kernel clocksource " + src +
+                      ": every stamp is a system call, microseconds each, on the publish and poll paths";
     out.push_back(finding(
         "tsc", "host", Level::warn,
         std::string(tsc ? "TSC present but not reported invariant (" : "no TSC (") +
             (constant ? "constant_tsc" : "no constant_tsc") + ", " + (nonstop ? "nonstop_tsc" : "no nonstop_tsc") +
-            "): tickrail's clock falls back to CLOCK_MONOTONIC_RAW (tens of ns per stamp)",
-        "in a VM: expose it (`-cpu host,+invtsc` for QEMU/KVM); if the host's TSC is known stable, "
-        "TICKRAIL_CLOCK=tsc"));
+            "): tickrail's clock falls back to CLOCK_MONOTONIC_RAW (" + cost + ")",
+        "in a VM: expose it (`-cpu host,+invtsc` for QEMU/KVM); if the host's TSC is known stable "
+        "(a QEMU TCG guest's RDTSC reads the host's counter), TICKRAIL_CLOCK=tsc"));
   }
   return out;
 }

@@ -522,6 +522,10 @@ TEST_CASE("tscInvarianceComesFromCpuFlags") {
   CHECK(f.level == Level::warn);
   CHECK(contains(f.message, "no nonstop_tsc"));
   CHECK(contains(f.fix, "+invtsc"));
+  t.write("sys/devices/system/clocksource/clocksource0/current_clocksource", "tsc\n");
+  CHECK(contains(only(check_tsc(o), "tsc").message, "tens of ns per stamp"));
+  t.write("sys/devices/system/clocksource/clocksource0/current_clocksource", "hpet\n");
+  CHECK(contains(only(check_tsc(o), "tsc").message, "clocksource hpet: every stamp is a system call"));
   std::filesystem::remove(t / "proc/cpuinfo");
   CHECK(only(check_tsc(o), "tsc").level == Level::warn);
 }
