@@ -5,8 +5,9 @@ In one Soft-RoCE guest, unicast to the host's own address takes rxe's loopback s
 multicast goes out through the IP stack and is copied back to each local queue pair by the
 sending kernel, on the publisher's own system call. Across two guests both cross the wire and
 the copy to each subscriber is made by the receiving host, as a switch would. So this measures:
-  - RTT/2: perftest's `ib_send_lat -c UD -s 64` (unicast) next to tickrail-jitter's UD
-    ping-pong, the echo end in the other guest;
+  - RTT/2: perftest's `ib_send_lat -c UD -s 64` (unicast), the same ping-pong in raw verbs
+    over multicast (tickrail-bench-ud floor --remote: the floor) and tickrail-jitter's UD
+    ping-pong, the far end in the other guest each time;
   - the publisher's CPU time inside publish() per tick, 1 tick per datagram, paced, with 1, 2,
     4 and 8 subscriber processes in the other guest.
 A benchmark, not a test: it fails only when a program fails. Run from the build dir in guest 1:
@@ -67,6 +68,16 @@ def main() -> int:
         print(f"round {r}: ib_send_lat -c UD: " +
               (f"t_min {m.group(1)} t_typical {m.group(3)} us" if m else "failed:\n" + out[-600:]),
               flush=True)
+
+        pong = peer.submit(f"floor-pong-{r}", clock + f"ulimit -l unlimited; {BENCH} --address "
+                           f"{peer_addr} --timeout 100 floor-pong")
+        pong.wait_output(r"floor-pong: joined", 60)
+        rc, out = sh(f"ulimit -l unlimited; {BENCH} --address {addr} --timeout 100 floor --remote "
+                     f"--iters {iters}", 150)
+        pong.wait(150)
+        m = re.search(r"p50\s+([\d.]+)", out)
+        print(f"round {r}: raw verbs UD multicast floor RTT/2: " +
+              (f"p50 {m.group(1)} us" if rc == 0 and m else "failed:\n" + out[-600:]), flush=True)
 
         conf = f"/tmp/ud-pp{r}.toml"
         with open(conf, "w", encoding="utf-8") as f:

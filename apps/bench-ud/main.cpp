@@ -6,6 +6,7 @@
 //       pong side's one-way latency from the tick's send timestamp (same host, same TSC).
 //   tickrail-bench-ud floor  --address A [--iters N]
 //       the same ping-pong in raw verbs (rdma_cm joins, UD QPs, inline sends): the floor.
+//       With --remote, the pong side is `tickrail-bench-ud floor-pong` on another host.
 //   tickrail-bench-ud fanout --address A [--device D] [--subscribers K] [--count N]
 //                            [--batch T] [--rate R]
 //       one publisher, K subscriber processes: ticks/s offered and delivered, and the time the
@@ -332,14 +333,35 @@ int floor_pong(const Common& c, std::uint64_t total, int ready_fd) {
   return 0;
 }
 
-int floor_lat(const Common& c, std::uint64_t iters, std::uint64_t warmup) {
+// The pong side alone, for `floor --remote` on another host: echoes every datagram until
+// none has come for 3 s (the clock is read once in 64 echoes, off the measured path), or
+// --timeout seconds have passed.
+int floor_pong_only(const Common& c) {
+  RawGroup rx;
+  RawGroup tx;
+  if (!rx.open(c.address, c.group_a, true) || !tx.open(c.address, c.group_b, false)) return 1;
+  std::printf("floor-pong: joined %s, answering on %s\n", c.group_a.c_str(), c.group_b.c_str());
+  std::fflush(stdout);
+  alignas(64) char payload[128] = {};
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(c.timeout_s);
+  std::uint64_t n = 0;
+  auto until = deadline;
+  while (rx.receive(until) && tx.send(n, payload)) {
+    if (++n % 64 == 1) until = std::min(deadline, SteadyClock::now() + std::chrono::seconds(3));
+  }
+  std::printf("floor-pong: %" PRIu64 " echoed\n", n);
+  return 0;
+}
+
+int floor_lat(const Common& c, std::uint64_t iters, std::uint64_t warmup, bool remote) {
   int fds[2];
   if (pipe(fds) != 0) return 2;
-  const pid_t child = fork();
-  if (child == 0) {
+  const pid_t child = remote ? 0 : fork();
+  if (!remote && child == 0) {
     close(fds[0]);
     std::_Exit(floor_pong(c, iters + warmup, fds[1]));
   }
+  if (remote) (void)!write(fds[1], "r", 1);  // the pong side is already joined elsewhere
   close(fds[1]);
   RawGroup tx;
   RawGroup rx;
@@ -356,6 +378,20 @@ int floor_lat(const Common& c, std::uint64_t iters, std::uint64_t warmup) {
   const Clock& clock = Clock::instance();
   Histogram rtt_half(1, 10'000'000'000ULL, 3);
   alignas(64) char payload[128] = {};
+  if (remote) {
+    // Across hosts the first datagrams may go before the fabric knows the joins: ping every
+    // 20 ms until one is answered, then let stragglers arrive and drop them.
+    bool answered = false;
+    for (std::uint64_t i = 0; i < 1500 && !answered; ++i) {
+      answered = tx.send(i, payload) && rx.receive(SteadyClock::now() + Ms(20));
+    }
+    if (!answered) {
+      std::fprintf(stderr, "floor: no answer from the remote pong within 30 s\n");
+      return 1;
+    }
+    while (rx.receive(SteadyClock::now() + Ms(200))) {
+    }
+  }
   const auto deadline = SteadyClock::now() + std::chrono::seconds(c.timeout_s);
   for (std::uint64_t i = 0; i < iters + warmup; ++i) {
     const std::uint64_t start = Clock::now();
@@ -366,8 +402,7 @@ int floor_lat(const Common& c, std::uint64_t iters, std::uint64_t warmup) {
     if (i >= warmup) rtt_half.record(static_cast<std::uint64_t>(clock.to_ns(Clock::now() - start) / 2.0));
   }
   print_hist("raw verbs UD multicast RTT/2 (floor)", rtt_half, c.json);
-  int status = 0;
-  waitpid(child, &status, 0);
+  if (!remote) waitpid(child, nullptr, 0);
   return rtt_half.count() == iters ? 0 : 1;
 }
 
@@ -607,6 +642,9 @@ int main(int argc, char** argv) {
   auto* fl = app.add_subcommand("floor", "the same ping-pong in raw verbs, without tickrail");
   fl->add_option("--iters", iters);
   fl->add_option("--warmup", warmup);
+  bool floor_remote = false;
+  fl->add_flag("--remote", floor_remote, "the pong side runs elsewhere (floor-pong)");
+  auto* fp = app.add_subcommand("floor-pong", "the floor's pong side alone, for floor --remote");
   std::uint32_t subscribers = 1;
   std::uint64_t count = 1'000'000;
   std::uint32_t batch = 15;
@@ -626,7 +664,8 @@ int main(int argc, char** argv) {
   try {
     c.idle = parse_idle_kind(idle_name);
     if (l->parsed()) return lat(c, iters, warmup);
-    if (fl->parsed()) return floor_lat(c, iters, warmup);
+    if (fl->parsed()) return floor_lat(c, iters, warmup, floor_remote);
+    if (fp->parsed()) return floor_pong_only(c);
     if (so->parsed()) return subscribe_only(c, subscribers, count);
     return fanout(c, subscribers, count, batch, rate, remote);
   } catch (const std::exception& e) {
