@@ -6,6 +6,10 @@
 #   cp ../apps/bench-rc/pingpong_vs_perftest.sh . && scripts/rig --command 'bash pingpong_vs_perftest.sh'
 set -u
 A=$TICKRAIL_RDMA_ADDR D=$TICKRAIL_RDMA_DEV
+# perftest times with RDTSC whatever the CPU says; a TCG guest hides the invariant-TSC bit, so
+# tickrail would fall back to clock_gettime (a system call on hpet, ~1 us in the vDSO under TCG)
+# in every spin. TICKRAIL_CLOCK=tsc makes both sides read the same counter the same way.
+export TICKRAIL_CLOCK=${TICKRAIL_CLOCK:-tsc}
 ulimit -l unlimited
 for r in $(seq 1 "${ROUNDS:-5}"); do
   ib_write_lat -d "$D" -s 64 -n 5000 -p 18515 >/tmp/srv.log 2>&1 &

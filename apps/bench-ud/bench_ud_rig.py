@@ -63,7 +63,11 @@ def main() -> int:
     ap.add_argument("exe")
     ap.add_argument("--iters", type=int, default=5000)
     ap.add_argument("--count", type=int, default=200000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--latency-only", action="store_true")
     args = ap.parse_args()
+    # As perftest does: RDTSC, even where the CPU does not report it invariant (a TCG guest).
+    os.environ.setdefault("TICKRAIL_CLOCK", "tsc")
     dev = os.environ.get("TICKRAIL_RDMA_DEV", "")
     addr = os.environ.get("TICKRAIL_RDMA_ADDR", "")
     if not dev or not addr:
@@ -71,19 +75,35 @@ def main() -> int:
         return 1
     print(f"== device {dev}, address {addr}", flush=True)
 
-    print("== latency: perftest ib_send_lat -c UD -s 64 (unicast; RTT/2)", flush=True)
-    out = perftest("ib_send_lat", dev, addr, ["-n", str(args.iters)], 120)
-    print(out, flush=True)
-    print("== latency: raw verbs UD multicast ping-pong, 128-byte inline datagrams (the floor)",
-          flush=True)
-    run([args.exe, "--address", addr, "--device", dev, "--port", 7680, "floor",
-         "--iters", args.iters], 300)
-    for idle in ("busy_spin", "yield"):
-        print(f"== latency: tickrail-bench-ud lat --idle {idle} (UD multicast, 64-byte ticks, "
-              "128-byte datagrams)", flush=True)
-        run([args.exe, "--address", addr, "--device", dev, "--idle", idle, "lat",
-             "--iters", args.iters], 300)
+    # Interleaved rounds: the host's speed drifts over minutes, so each round's three figures
+    # are taken back to back and compared within the round.
+    rows = []
+    for r in range(1, args.rounds + 1):
+        out = perftest("ib_send_lat", dev, addr, ["-n", str(args.iters)], 120)
+        m = re.search(r"^\s*64\s+\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", out, re.M)
+        send_lat = float(m.group(3)) if m else None
+        if send_lat is None:
+            print(out, flush=True)
+        floor = run([args.exe, "--address", addr, "--device", dev, "--port", 7680, "floor",
+                     "--iters", args.iters], 300)
+        mf = re.search(r"\(floor\)\s+n=\d+\s+p50\s+([\d.]+)", floor)
+        lat = run([args.exe, "--address", addr, "--device", dev, "--idle", "busy_spin", "lat",
+                   "--iters", args.iters], 300)
+        ml = re.search(r"RTT/2 \(ping-pong\)\s+n=\d+\s+p50\s+([\d.]+)", lat)
+        row = (send_lat, float(mf.group(1)) if mf else None, float(ml.group(1)) if ml else None)
+        rows.append(row)
+        print(f"round {r}: RTT/2 p50 us: ib_send_lat -c UD (unicast) t_typical {row[0]}, raw verbs "
+              f"multicast floor {row[1]}, tickrail UD {row[2]}", flush=True)
+    good = [x for x in rows if None not in x]
+    if good:
+        med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
+        print(f"== medians over {len(good)} rounds: ib_send_lat {med([x[0] for x in good]):.2f} us, "
+              f"floor {med([x[1] for x in good]):.2f} us, tickrail {med([x[2] for x in good]):.2f} us;"
+              f" per-round tickrail/ib_send_lat median {med([x[2] / x[0] for x in good]):.2f}x, "
+              f"tickrail/floor median {med([x[2] / x[1] for x in good]):.2f}x", flush=True)
 
+    if args.latency_only:
+        return 0
     print("== throughput: perftest ib_send_bw -c UD -s 64 (unicast)", flush=True)
     out = perftest("ib_send_bw", dev, addr, ["-n", str(args.count)], 180)
     print(out, flush=True)

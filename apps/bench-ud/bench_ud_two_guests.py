@@ -44,6 +44,7 @@ def main() -> int:
         print(f"FAIL: {rig_peer.NEEDS_RIG}", flush=True)
         return 1
     peer = rig_peer.Peer.from_env()
+    os.environ.setdefault("TICKRAIL_CLOCK", "tsc")  # as perftest: RDTSC (see bench_ud_rig.py)
     # The peer guest runs with the same clock choice (the publish path reads the clock).
     clock = f"export TICKRAIL_CLOCK={os.environ.get('TICKRAIL_CLOCK', 'auto')}; "
     iters = int(os.environ.get("ITERS", "5000"))
