@@ -439,14 +439,13 @@ SubResult subscriber_process(const Common& c, std::uint64_t count, int ready_fd)
   return r;
 }
 
-// K subscriber processes and nothing else, for a publisher on another host (fanout --remote):
-// prints one line per subscriber and succeeds when each delivered or counted every tick.
-int subscribe_only(const Common& c, std::uint32_t subscribers, std::uint64_t count) {
-  std::vector<pid_t> kids;
-  std::vector<int> result_fds;
+// Forks K subscriber processes (before any RDMA resource exists here) and waits until each has
+// joined; each writes its SubResult to its pipe in result_fds when done. 0, or an exit status.
+int spawn_subscribers(const Common& c, std::uint32_t k, std::uint64_t count,
+                      std::vector<pid_t>& kids, std::vector<int>& result_fds) {
   int ready[2];
   if (pipe(ready) != 0) return 2;
-  for (std::uint32_t i = 0; i < subscribers; ++i) {
+  for (std::uint32_t i = 0; i < k; ++i) {
     int res[2];
     if (pipe(res) != 0) return 2;
     const pid_t pid = fork();
@@ -462,10 +461,20 @@ int subscribe_only(const Common& c, std::uint32_t subscribers, std::uint64_t cou
     result_fds.push_back(res[0]);
   }
   close(ready[1]);
-  for (std::uint32_t i = 0; i < subscribers; ++i) {
+  for (std::uint32_t i = 0; i < k; ++i) {
     char b = 0;
     if (read(ready[0], &b, 1) != 1) return 1;
   }
+  close(ready[0]);
+  return 0;
+}
+
+// K subscriber processes and nothing else, for a publisher on another host (fanout --remote):
+// prints one line per subscriber and succeeds when each delivered or counted every tick.
+int subscribe_only(const Common& c, std::uint32_t subscribers, std::uint64_t count) {
+  std::vector<pid_t> kids;
+  std::vector<int> result_fds;
+  if (const int rc = spawn_subscribers(c, subscribers, count, kids, result_fds); rc != 0) return rc;
   std::printf("subscribe: %u subscriber(s) joined %s\n", subscribers, c.group_a.c_str());
   std::fflush(stdout);
   bool ok = true;
@@ -486,27 +495,8 @@ int fanout(const Common& c, std::uint32_t subscribers, std::uint64_t count, std:
            double rate, bool remote) {
   std::vector<pid_t> kids;
   std::vector<int> result_fds;
-  int ready[2];
-  if (pipe(ready) != 0) return 2;
-  for (std::uint32_t i = 0; i < (remote ? 0 : subscribers); ++i) {
-    int res[2];
-    if (pipe(res) != 0) return 2;
-    const pid_t pid = fork();
-    if (pid == 0) {
-      close(ready[0]);
-      close(res[0]);
-      const SubResult r = subscriber_process(c, count, ready[1]);
-      (void)!write(res[1], &r, sizeof r);
-      std::_Exit(0);
-    }
-    close(res[1]);
-    kids.push_back(pid);
-    result_fds.push_back(res[0]);
-  }
-  close(ready[1]);
-  for (std::uint32_t i = 0; i < (remote ? 0 : subscribers); ++i) {
-    char b = 0;
-    if (read(ready[0], &b, 1) != 1) return 1;
+  if (!remote) {
+    if (const int rc = spawn_subscribers(c, subscribers, count, kids, result_fds); rc != 0) return rc;
   }
   Publisher pub(pub_config(c, c.group_a, c.port, batch));
   const auto tw = SteadyClock::now();
