@@ -101,20 +101,35 @@ def main() -> int:
 
     print("== publisher CPU per tick, 1 tick/datagram, 1000 ticks/s, subscribers in guest 2",
           flush=True)
-    for k, port in ((1, 7800), (2, 7810), (4, 7820), (8, 7830)):
-        job = peer.submit(f"subs-{k}", clock + f"ulimit -l unlimited; timeout 280 {BENCH} --address "
-                          f"{peer_addr} --timeout 240 subscribe --subscribers {k} --count 5000 "
-                          f"2>&1 | grep --line-buffered -v ' info tickrail'")
-        job.wait_output(r"subscriber\(s\) joined", 120)
-        rc, out = sh(f"ulimit -l unlimited; {BENCH} --address {addr} --port {port} --timeout 240 "
-                     f"fanout --remote --subscribers {k} --count 5000 --batch 1 --rate 1000 "
-                     f"2>&1 | grep --line-buffered -v ' info tickrail'", 300)
-        jrc, jout = job.wait(300)
-        print(out, end="")
-        print("guest 2:", jout, sep="\n", end="", flush=True)
-        if rc != 0 or jrc != 0:
-            print(f"FAIL: fanout with {k} remote subscriber(s): publisher {rc}, subscribers {jrc}")
-            return 1
+    # Rounds alternate the order of 1, 2, 4, 8, so that a drift in the host's speed over the
+    # run does not pass for a trend with the number of subscribers.
+    cpu = {1: [], 2: [], 4: [], 8: []}
+    port = 7800
+    for r in range(int(os.environ.get("FANOUT_ROUNDS", "3"))):
+        for k in ((1, 2, 4, 8) if r % 2 == 0 else (8, 4, 2, 1)):
+            port += 2
+            job = peer.submit(f"subs-{r}-{k}", clock + f"ulimit -l unlimited; timeout 280 {BENCH} "
+                              f"--address {peer_addr} --timeout 240 subscribe --subscribers {k} "
+                              f"--count 5000 2>&1 | grep --line-buffered -v ' info tickrail'")
+            job.wait_output(r"subscriber\(s\) joined", 120)
+            rc, out = sh(f"ulimit -l unlimited; {BENCH} --address {addr} --port {port} --timeout "
+                         f"240 fanout --remote --subscribers {k} --count 5000 --batch 1 --rate 1000 "
+                         f"2>&1 | grep --line-buffered -v ' info tickrail'", 300)
+            jrc, jout = job.wait(300)
+            print(out, end="")
+            print("guest 2:", jout, sep="\n", end="", flush=True)
+            if rc != 0 or jrc != 0:
+                print(f"FAIL: fanout with {k} remote subscriber(s): publisher {rc}, "
+                      f"subscribers {jrc}")
+                return 1
+            m = re.search(r"thread CPU in publish\(\) ([\d.]+) ns/tick", out)
+            if m:
+                cpu[k].append(float(m.group(1)) / 1000)
+    if all(cpu.values()):
+        med = {k: sorted(v)[len(v) // 2] for k, v in cpu.items()}
+        print("== publisher CPU per tick inside publish(), us, median of "
+              f"{len(cpu[1])} rounds: " + ", ".join(f"{k} sub: {med[k]:.1f}" for k in cpu) +
+              f"; 8/1 = {med[8] / med[1]:.2f}", flush=True)
     return 0
 
 
