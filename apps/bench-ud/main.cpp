@@ -27,7 +27,6 @@
 #include <rdma/rdma_cma.h>
 
 #include <CLI/CLI.hpp>
-#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -354,26 +353,33 @@ int floor_pong_only(const Common& c) {
 }
 
 int floor_lat(const Common& c, std::uint64_t iters, std::uint64_t warmup, bool remote) {
-  int fds[2];
-  if (pipe(fds) != 0) return 2;
-  const pid_t child = remote ? 0 : fork();
-  if (!remote && child == 0) {
-    close(fds[0]);
-    std::_Exit(floor_pong(c, iters + warmup, fds[1]));
+  // The local pong side, unless it runs elsewhere (already joined when we are started).
+  pid_t child = -1;
+  int ready_fd = -1;
+  if (!remote) {
+    int fds[2];
+    if (pipe(fds) != 0) return 2;
+    child = fork();
+    if (child == 0) {
+      close(fds[0]);
+      std::_Exit(floor_pong(c, iters + warmup, fds[1]));
+    }
+    close(fds[1]);
+    ready_fd = fds[0];
   }
-  if (remote) (void)!write(fds[1], "r", 1);  // the pong side is already joined elsewhere
-  close(fds[1]);
   RawGroup tx;
   RawGroup rx;
   if (!tx.open(c.address, c.group_a, false) || !rx.open(c.address, c.group_b, true)) {
     std::fprintf(stderr, "floor: cannot join %s/%s from %s\n", c.group_a.c_str(),
                  c.group_b.c_str(), c.address.c_str());
-    kill(child, SIGKILL);
-    waitpid(child, nullptr, 0);
+    if (child > 0) {
+      kill(child, SIGKILL);
+      waitpid(child, nullptr, 0);
+    }
     return 1;
   }
   char b = 0;
-  if (read(fds[0], &b, 1) != 1) return 1;
+  if (ready_fd >= 0 && read(ready_fd, &b, 1) != 1) return 1;
   std::this_thread::sleep_for(Ms(200));  // let the pong side's joins settle
   const Clock& clock = Clock::instance();
   Histogram rtt_half(1, 10'000'000'000ULL, 3);
@@ -402,7 +408,7 @@ int floor_lat(const Common& c, std::uint64_t iters, std::uint64_t warmup, bool r
     if (i >= warmup) rtt_half.record(static_cast<std::uint64_t>(clock.to_ns(Clock::now() - start) / 2.0));
   }
   print_hist("raw verbs UD multicast RTT/2 (floor)", rtt_half, c.json);
-  if (!remote) waitpid(child, nullptr, 0);
+  if (child > 0) waitpid(child, nullptr, 0);
   return rtt_half.count() == iters ? 0 : 1;
 }
 
@@ -521,21 +527,11 @@ int fanout(const Common& c, std::uint32_t subscribers, std::uint64_t count, std:
   getrusage(RUSAGE_THREAD, &ru0);
   const auto t0 = SteadyClock::now();
   const double period = rate > 0 ? 1.0 / rate : 0;
-  timespec start_ts{};
-  clock_gettime(CLOCK_MONOTONIC, &start_ts);
   while (next <= count) {
     if (period > 0) {
       // Open loop, asleep until due: the CPU measured is publish()'s, not a pacing spin's.
-      const auto due_ns = static_cast<std::uint64_t>(static_cast<double>(next - 1) * period * 1e9);
-      timespec due = start_ts;
-      due.tv_sec += static_cast<time_t>(due_ns / 1'000'000'000ULL);
-      due.tv_nsec += static_cast<long>(due_ns % 1'000'000'000ULL);
-      if (due.tv_nsec >= 1'000'000'000L) {
-        ++due.tv_sec;
-        due.tv_nsec -= 1'000'000'000L;
-      }
-      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, nullptr) == EINTR) {
-      }
+      std::this_thread::sleep_until(
+          t0 + std::chrono::nanoseconds(static_cast<std::int64_t>(static_cast<double>(next - 1) * period * 1e9)));
     }
     const auto n = static_cast<std::size_t>(
         std::min<std::uint64_t>(period > 0 ? 1 : batch, count - next + 1));
