@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "../../../apps/jitter/jitter.hpp"
+#include "../../source_root.hpp"
 #include "tickrail/error.hpp"
 
 using namespace tickrail;
@@ -139,11 +140,7 @@ TEST_CASE("jitterOptionsFromTomlAndPingPongModeParses", "[jitter]") {
 }
 
 TEST_CASE("everyShippedConfigLoadsAsTheJitterReadsIt", "[jitter]") {
-  std::filesystem::path dir = std::filesystem::current_path();
-  for (int up = 0; up < 4 && !std::filesystem::exists(dir / "include/tickrail/tick.hpp"); ++up) {
-    dir = dir.parent_path();
-  }
-  dir /= "configs";
+  const std::filesystem::path dir = test::source_root() / "configs";
   REQUIRE(std::filesystem::is_directory(dir));
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {

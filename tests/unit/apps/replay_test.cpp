@@ -8,6 +8,7 @@
 #include <map>
 
 #include "../../../apps/replay/replay.hpp"
+#include "../../source_root.hpp"
 #include "tickrail/error.hpp"
 #include "tickrail/feed/itch.hpp"
 #include "tickrail/feed/itch_writer.hpp"
@@ -348,14 +349,7 @@ wait_subscribers = 2
 }
 
 namespace {
-// configs/ of the source tree, found from the working directory (the build root or below it).
-std::filesystem::path configs_dir() {
-  std::filesystem::path d = std::filesystem::current_path();
-  for (int up = 0; up < 4 && !d.empty(); ++up, d = d.parent_path()) {
-    if (std::filesystem::exists(d / "include/tickrail/tick.hpp")) return d / "configs";
-  }
-  return {};
-}
+std::filesystem::path configs_dir() { return test::source_root() / "configs"; }
 }  // namespace
 
 TEST_CASE("everyShippedConfigLoadsAsTheReplayReadsIt", "[replay]") {
@@ -384,9 +378,9 @@ TEST_CASE("everyShippedConfigLoadsAsTheReplayReadsIt", "[replay]") {
 // The real excerpts beside the project (never copied into it), when present: each replays to its
 // end through the replay's own path (the pcap through MoldUDP64), with the book built.
 TEST_CASE("realItchExcerptsReplayCleanlyToTheirEnd", "[replay][real]") {
-  const std::filesystem::path dir = configs_dir().parent_path().parent_path() / "shared/data/itch";
-  if (!std::filesystem::is_directory(dir)) {
-    WARN("no " << dir << ": skipped");
+  const std::filesystem::path dir = test::itch_data_dir();
+  if (dir.empty()) {
+    WARN("real ITCH excerpts absent (../shared/data/itch, TICKRAIL_ITCH_DATA): skipped");
     return;
   }
   struct Expect {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "../../source_root.hpp"
+
 namespace tickrail::feed::test {
 
 // A file under the system temp dir, removed when the object goes.
@@ -44,20 +46,6 @@ class TempFile {
   std::filesystem::path path_;
 };
 
-// The real excerpts: $TICKRAIL_ITCH_DATA, else ../shared/data/itch beside the source root (found
-// from the working directory, which is the build dir or the source root). Empty when absent.
-inline std::filesystem::path itch_data_dir() {
-  if (const char* env = std::getenv("TICKRAIL_ITCH_DATA"); env != nullptr && *env != '\0') {
-    return std::filesystem::is_directory(env) ? std::filesystem::path(env) : std::filesystem::path();
-  }
-  std::filesystem::path d = std::filesystem::current_path();
-  for (int up = 0; up < 3 && !d.empty(); ++up, d = d.parent_path()) {
-    if (std::filesystem::exists(d / "include/tickrail/tick.hpp")) {
-      const auto data = d.parent_path() / "shared/data/itch";
-      return std::filesystem::is_directory(data) ? data : std::filesystem::path();
-    }
-  }
-  return {};
-}
+using tickrail::test::itch_data_dir;
 
 }  // namespace tickrail::feed::test
