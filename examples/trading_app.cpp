@@ -1,6 +1,6 @@
 // A trading app's market-data thread: pins itself to a core, subscribes to a tickrail channel and
 // keeps each instrument's top of book and traded volume, busy-polling without allocating.
-//   build: c++ -std=c++20 -O2 trading_app.cpp $(pkg-config --cflags --libs tickrail) -o trading_app
+//   build: make, or Meson or CMake from this folder (see its Makefile, meson.build, CMakeLists.txt)
 //   run:   ./trading_app [CPU] [CHANNEL]     (next to: tickrail-replay --book)
 #include <tickrail/affinity.hpp>
 #include <tickrail/error.hpp>
