@@ -9,7 +9,8 @@ programs are on PATH. A command must exit 0, except:
   - commands over RDMA (configs/rc.toml, configs/ud.toml) on a host without an RDMA device:
     they must fail as documented, exit 1 with a message pointing to tickrail-doctor, not with a
     usage error (exit 2), which tells a well-formed command from a broken one.
-A line holding `CMD &` starts CMD in the background for the commands after it in its block, as
+`--cpu N` for a cpu this host lacks becomes its last cpu (the docs' hosts have more cores), and
+says so. A line holding `CMD &` starts CMD in the background for the commands after it in its block, as
 does a command on ANOTHER_TERMINAL; each background command must end, and exit 0, too.
 
   docs_test.py BUILD_DIR MAKE_ITCH      (Meson sets TICKRAIL_SOURCE_ROOT)
@@ -67,6 +68,15 @@ def blocks(path):
             if cmd:
                 current.append((n, cmd))
     return result
+
+
+def on_this_host(cmd):
+    """The command with `--cpu N` moved to this host's last cpu where N is not one of its cpus."""
+    cpus = os.sched_getaffinity(0)
+
+    def cpu(m):
+        return m.group(0) if int(m.group(1)) in cpus else f"--cpu {max(cpus)}"
+    return re.sub(r"--cpu (\d+)", cpu, cmd)
 
 
 def has_rdma_device():
@@ -167,14 +177,17 @@ def main():
                         skipped.append(f"{where}: `{line}`: this host has an RDMA device; the "
                                        "command needs its peer on another host")
                         continue
+                    here = on_this_host(line)
+                    if here != line:
+                        print(f"{where}: `{line}` runs here as `{here}`")
                     # `A & B`: A in the background for B (and for the rest of the block).
-                    parts = [p.strip() for p in re.split(r"(?<!&)&(?!&)", line)]
+                    parts = [p.strip() for p in re.split(r"(?<!&)&(?!&)", here)]
                     for bg in parts[:-1]:
                         r.start(where, bg)
                     cmd = parts[-1]
                     if not cmd:
                         continue
-                    if cmd in ANOTHER_TERMINAL:
+                    if cmd in ANOTHER_TERMINAL or line in ANOTHER_TERMINAL:
                         r.start(where, cmd)
                     else:
                         r.run(where, cmd, rdma)
