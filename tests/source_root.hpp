@@ -6,11 +6,11 @@
 #include <cstdlib>
 #include <filesystem>
 
-namespace tickrail::test {
+namespace tickrail::source_tree {
 
 // $TICKRAIL_SOURCE_ROOT; run by hand without it, the first parent of the working directory that
 // holds include/tickrail/tick.hpp. Empty when neither finds the sources.
-inline std::filesystem::path source_root() {
+inline std::filesystem::path root() {
   if (const char* env = std::getenv("TICKRAIL_SOURCE_ROOT"); env != nullptr && *env != '\0') {
     return env;
   }
@@ -27,10 +27,10 @@ inline std::filesystem::path itch_data_dir() {
   std::filesystem::path dir;
   if (const char* env = std::getenv("TICKRAIL_ITCH_DATA"); env != nullptr && *env != '\0') {
     dir = env;
-  } else if (const std::filesystem::path root = source_root(); !root.empty()) {
-    dir = root.parent_path() / "shared/data/itch";
+  } else if (const std::filesystem::path src = root(); !src.empty()) {
+    dir = src.parent_path() / "shared/data/itch";
   }
   return std::filesystem::is_directory(dir) ? dir : std::filesystem::path();
 }
 
-}  // namespace tickrail::test
+}  // namespace tickrail::source_tree

@@ -140,7 +140,7 @@ TEST_CASE("jitterOptionsFromTomlAndPingPongModeParses", "[jitter]") {
 }
 
 TEST_CASE("everyShippedConfigLoadsAsTheJitterReadsIt", "[jitter]") {
-  const std::filesystem::path dir = test::source_root() / "configs";
+  const std::filesystem::path dir = source_tree::root() / "configs";
   REQUIRE(std::filesystem::is_directory(dir));
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {

@@ -349,7 +349,7 @@ wait_subscribers = 2
 }
 
 namespace {
-std::filesystem::path configs_dir() { return test::source_root() / "configs"; }
+std::filesystem::path configs_dir() { return source_tree::root() / "configs"; }
 }  // namespace
 
 TEST_CASE("everyShippedConfigLoadsAsTheReplayReadsIt", "[replay]") {
@@ -378,7 +378,7 @@ TEST_CASE("everyShippedConfigLoadsAsTheReplayReadsIt", "[replay]") {
 // The real excerpts beside the project (never copied into it), when present: each replays to its
 // end through the replay's own path (the pcap through MoldUDP64), with the book built.
 TEST_CASE("realItchExcerptsReplayCleanlyToTheirEnd", "[replay][real]") {
-  const std::filesystem::path dir = test::itch_data_dir();
+  const std::filesystem::path dir = source_tree::itch_data_dir();
   if (dir.empty()) {
     WARN("real ITCH excerpts absent (../shared/data/itch, TICKRAIL_ITCH_DATA): skipped");
     return;

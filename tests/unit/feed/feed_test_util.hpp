@@ -46,6 +46,6 @@ class TempFile {
   std::filesystem::path path_;
 };
 
-using tickrail::test::itch_data_dir;
+using tickrail::source_tree::itch_data_dir;
 
 }  // namespace tickrail::feed::test
