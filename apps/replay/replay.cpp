@@ -318,7 +318,7 @@ void Replayer::run(const std::atomic<bool>* stop,
       const feed::Progress p = src_.progress();
       ProgressLine line;
       line.msgs_per_s = static_cast<double>(stats_.ticks_read - last_read) /
-                        (clock.to_ns(now - last_progress) * 1e-9);
+                        std::max(clock.to_ns(now - last_progress) * 1e-9, 1e-9);
       line.percent = p.total != 0
                          ? 100.0 * static_cast<double>(p.done) / static_cast<double>(p.total)
                          : -1;

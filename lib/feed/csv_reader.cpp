@@ -214,19 +214,14 @@ CsvTickReader::Next CsvTickReader::next_line(std::string_view& line) {
       fill();
       return Next::again;  // one buffer per call: the caller bounds its work
     }
-    if (nl != nullptr) {
-      const auto e = static_cast<std::size_t>(static_cast<const char*>(nl) - b);
+    if (nl != nullptr || eof_) {
+      if (nl == nullptr && pos_ == end_) return Next::end;
+      const std::size_t e = nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - b) : end_;
       line = std::string_view(b + pos_, e - pos_);
-      pos_ = e + 1;
-      return Next::line;
+      pos_ = nl != nullptr ? e + 1 : e;
+      return line.size() > kMaxLineBytes ? Next::too_long : Next::line;
     }
-    if (eof_) {
-      if (pos_ == end_) return Next::end;
-      line = std::string_view(b + pos_, end_ - pos_);
-      pos_ = end_;
-      return Next::line;
-    }
-    if (end_ - pos_ >= kMaxLineBytes) {
+    if (end_ - pos_ > kMaxLineBytes) {
       skipping_ = true;
       return Next::too_long;
     }

@@ -57,8 +57,8 @@ class CsvTickReader final : public TickSource {
 
  private:
   enum class Next : std::uint8_t { line, too_long, again, end };
-  // The next line (without its '\n'), too_long (then skipped), again (a buffer of an overlong
-  // line skipped: call again), or end of input.
+  // The next line (without its '\n'), too_long (longer than kMaxLineBytes: skipped), again (a
+  // buffer of an overlong line skipped: call again), or end of input.
   Next next_line(std::string_view& line);
   void fill();  // reads more input after the unread bytes
   void parse_header();
