@@ -90,6 +90,26 @@ std::string describe_end(const RunInfo& info) {
 
 }  // namespace
 
+Loss loss(const Recorder& r, const RunInfo& info) noexcept {
+  Loss l;
+  l.between = r.lost();
+  l.start_seq = r.first_seq();
+  if (info.mode == Mode::pingpong) {
+    l.total = l.between;
+    return l;
+  }
+  // Every gap seen between receipts is a loss the Subscriber counted too.
+  l.total = std::max(info.counters.lost, l.between);
+  std::uint64_t rest = l.total - l.between;
+  if (r.received() != 0 && info.position > r.last_seq() + 1) {
+    l.after_last = std::min(rest, info.position - 1 - r.last_seq());
+    rest -= l.after_last;
+  }
+  l.before_first = rest;
+  if (r.received() != 0) l.start_seq = r.first_seq() > rest ? r.first_seq() - rest : 1;
+  return l;
+}
+
 std::string format_report(const Recorder& r, const RunInfo& info) {
   const bool rtt = info.mode == Mode::pingpong;
   std::string t;
@@ -105,17 +125,22 @@ std::string format_report(const Recorder& r, const RunInfo& info) {
            info.transport.c_str(), info.channel.c_str(), r.received(), info.elapsed_s,
            info.elapsed_s > 0 ? static_cast<double>(r.received()) / info.elapsed_s : 0.0) +
        describe_end(info) + "\n";
+  const Loss lost = loss(r, info);
   if (r.received() != 0) {
     const SubscriberCounters& c = info.counters;
-    t += fmt("  sequence %" PRIu64 "..%" PRIu64 ": %" PRIu64 " gaps, %" PRIu64
-             " ticks lost; ring laps %" PRIu64 " (%" PRIu64 " ticks)",
-             r.first_seq(), r.last_seq(), r.gaps(), r.lost(), c.laps, c.lost);
+    t += fmt("  sequence %" PRIu64 "..%" PRIu64 ": %" PRIu64 " ticks lost (%" PRIu64
+             " in %" PRIu64 " gaps between receipts",
+             r.first_seq(), r.last_seq(), lost.total, lost.between, r.gaps());
+    if (lost.before_first != 0) t += fmt(", %" PRIu64 " before the first", lost.before_first);
+    if (lost.after_last != 0) t += fmt(", %" PRIu64 " after the last", lost.after_last);
+    t += ")";
+    if (!rtt) t += fmt("; ring laps %" PRIu64 " (%" PRIu64 " skips)", c.laps, c.skips);
     if (c.gaps + c.recovered + c.foreign + c.malformed + c.completion_errors != 0) {
       t += fmt("; transport: %" PRIu64 " gaps, %" PRIu64 " recovered, %" PRIu64 " foreign, %" PRIu64
                " malformed, %" PRIu64 " completion errors",
                c.gaps, c.recovered, c.foreign, c.malformed, c.completion_errors);
     }
-    if (r.first_seq() > 1 && !rtt) t += fmt("; joined after %" PRIu64 " ticks", r.first_seq() - 1);
+    if (lost.start_seq > 1 && !rtt) t += fmt("; joined after %" PRIu64 " ticks", lost.start_seq - 1);
     if (rtt) t += fmt("; %" PRIu64 " pings unanswered", info.timeouts);
     t += "\n";
   }
@@ -124,7 +149,7 @@ std::string format_report(const Recorder& r, const RunInfo& info) {
              "publisher and this process must share one TSC)\n", r.negative());
   }
   const TableRow rows[] = {
-      {rtt ? "RTT/2" : "latency", summarize(r.latency(), r.lost())},
+      {rtt ? "RTT/2" : "latency", summarize(r.latency(), lost.total)},
       {"inter-arrival", summarize(r.interarrival())},
       {"poll gap", summarize(r.poll_gap())},
   };
@@ -137,7 +162,8 @@ std::string format_report(const Recorder& r, const RunInfo& info) {
 }
 
 nlohmann::json report_json(const Recorder& r, const RunInfo& info) {
-  nlohmann::json j = to_json(summarize(r.latency(), r.lost()));
+  const Loss lost = loss(r, info);
+  nlohmann::json j = to_json(summarize(r.latency(), lost.total));
   j["figure"] = info.mode == Mode::pingpong ? "rtt/2" : "one-way";
   j["mode"] = to_string(info.mode);
   j["timeouts"] = info.timeouts;
@@ -146,11 +172,17 @@ nlohmann::json report_json(const Recorder& r, const RunInfo& info) {
   j["first_seq"] = r.first_seq();
   j["last_seq"] = r.last_seq();
   j["gaps"] = r.gaps();
+  j["gap_ticks"] = lost.between;
+  j["lost_before_first"] = lost.before_first;
+  j["lost_after_last"] = lost.after_last;
+  j["start_seq"] = lost.start_seq;
+  j["position"] = info.position;
   j["out_of_order"] = r.out_of_order();
   j["negative"] = r.negative();
   const SubscriberCounters& c = info.counters;
   j["ring_lost"] = c.lost;
   j["laps"] = c.laps;
+  j["skips"] = c.skips;
   j["transport_counters"] = {{"received", c.received}, {"gaps", c.gaps}, {"recovered", c.recovered},
                              {"foreign", c.foreign}, {"malformed", c.malformed},
                              {"completion_errors", c.completion_errors}};

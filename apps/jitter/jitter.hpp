@@ -133,12 +133,27 @@ struct RunInfo {
   std::string reason;         // the subscriber's reason() when gone or evicted
   std::string transport, channel, clock;
   double elapsed_s = 0;
-  SubscriberCounters counters;  // the Subscriber's own (laps; UD gaps and recovery; RDMA errors)
+  SubscriberCounters counters;  // the Subscriber's own (lost, laps; UD gaps and recovery; RDMA errors)
+  std::uint64_t position = 0;   // the Subscriber's next sequence at the end
   int cpu = -1;
   std::vector<std::string> warnings;
   Mode mode = Mode::one_way;
   std::uint64_t timeouts = 0;  // pingpong: pings never answered within ping_timeout
 };
+
+// What the subscriber lost, told apart. `total` is the Subscriber's own count (one-way), which
+// also holds ticks lapped before the first receipt: received + total = the ticks published from
+// `start_seq` (the first sequence it was served) up to its position. `between` is what the
+// sequence gaps between two receipts hold (the Recorder's count), `before_first` what was lost
+// before the first receipt, `after_last` after the last one. In ping-pong, unanswered pings.
+struct Loss {
+  std::uint64_t total = 0;
+  std::uint64_t between = 0;
+  std::uint64_t before_first = 0;
+  std::uint64_t after_last = 0;
+  std::uint64_t start_seq = 0;
+};
+[[nodiscard]] Loss loss(const Recorder& r, const RunInfo& info) noexcept;
 
 // The end-of-run table (one-way latency, inter-arrival, poll gap) with its heading, and the JSON
 // object (count, lost, min_ns ... max_ns of the latency, plus interarrival, poll_gap and the run).

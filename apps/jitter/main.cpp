@@ -82,6 +82,7 @@ void one_way(const SubscriberConfig& sc, const jitter::Options& o, jitter::Recor
   std::uint64_t last_live = start;
   const std::uint64_t limit = o.count == 0 ? ~std::uint64_t{0} : o.count;
   auto handler = [&rec](const Tick& t) { rec.on_tick(t, Clock::now()); };
+  std::uint64_t lost_seen = 0;
 
   for (;;) {
     const std::uint64_t now = Clock::now();
@@ -114,7 +115,11 @@ void one_way(const SubscriberConfig& sc, const jitter::Options& o, jitter::Recor
       break;
     }
     if (now >= next_live) {
-      const jitter::Window w = rec.take_window(clock.to_ns(now - last_live) * 1e-9);
+      jitter::Window w = rec.take_window(clock.to_ns(now - last_live) * 1e-9);
+      // The Subscriber's count: also ticks lapped before the first receipt.
+      const std::uint64_t lost_now = sub.counters().lost;
+      w.lost = std::max(w.lost, lost_now - lost_seen);
+      lost_seen = lost_now;
       if (o.live && rec.received() != 0) live_line(w, rec.received());
       last_live = now;
       next_live = now + second;
@@ -123,6 +128,7 @@ void one_way(const SubscriberConfig& sc, const jitter::Options& o, jitter::Recor
   }
   info.elapsed_s = clock.to_ns(Clock::now() - start) * 1e-9;
   info.counters = sub.counters();
+  info.position = sub.next_sequence();
   sub.close();
 }
 

@@ -74,6 +74,10 @@ int run(int argc, char** argv) {
   auto* o_max = app.add_flag("--max", max, "publish as fast as possible");
   o_speed->excludes(o_rate)->excludes(o_max);
   o_rate->excludes(o_max);
+  std::string max_gap;
+  app.add_option("--max-gap", max_gap,
+                 "feed pacing: replay any gap in the feed longer than DURATION (10ms, 1s, 5m) "
+                 "as DURATION");
   app.add_flag("--book", o.book, "publish top-of-book quotes built from the order messages");
   app.add_flag("--skip-bad", o.skip_bad, "count bad input and go on instead of failing");
   app.add_option("--wait-subscribers", wait_subscribers,
@@ -113,6 +117,7 @@ int run(int argc, char** argv) {
     o.rate = rate;
   }
   if (max) o.pacing = replay::Pacing::max;
+  if (app.count("--max-gap")) o.max_gap = replay::parse_duration(max_gap, "--max-gap");
   if (app.count("--wait-subscribers")) o.wait_subscribers = wait_subscribers;
   if (app.count("--wait-timeout-ms")) o.wait_timeout = std::chrono::milliseconds(wait_timeout_ms);
   if (app.count("--count")) o.synthetic.limit = count;
@@ -152,12 +157,7 @@ int run(int argc, char** argv) {
   std::function<void(const replay::ProgressLine&)> progress;
   if (tty) {
     progress = [](const replay::ProgressLine& p) {
-      char pct[32] = "";
-      if (p.percent >= 0) std::snprintf(pct, sizeof pct, "%5.1f%%  ", p.percent);
-      std::fprintf(stderr, "\r  %s%8.3f M msgs/s  lag p99 %9.1f us  max %9.1f us  published %llu   ",
-                   pct, p.msgs_per_s / 1e6, static_cast<double>(p.lag_p99_ns) / 1e3,
-                   static_cast<double>(p.lag_max_ns) / 1e3,
-                   static_cast<unsigned long long>(p.published));
+      std::fprintf(stderr, "\r%-118s", replay::progress_text(p).c_str());
     };
   }
 
@@ -168,7 +168,7 @@ int run(int argc, char** argv) {
   } catch (const Error& e) {
     failure = e.what();
   }
-  if (tty) std::fprintf(stderr, "\r%100s\r", "");
+  if (tty) std::fprintf(stderr, "\r%118s\r", "");
   if (failure.empty()) drain(pub, o.drain_timeout);
   const std::vector<SubscriberStatus> subs = pub.subscribers();
   pub.close();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <thread>
@@ -47,6 +48,85 @@ feed::InputFormat parse_format(std::string_view s, std::string_view key) {
   bad(key, "unknown format '" + std::string(s) + "' (expected auto, itch, pcap or csv)");
 }
 
+std::chrono::nanoseconds parse_duration(std::string_view s, std::string_view key) {
+  const std::string text(s);
+  std::size_t unit = 0;
+  while (unit < s.size() && ((s[unit] >= '0' && s[unit] <= '9') || s[unit] == '.')) ++unit;
+  double v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + unit, v);
+  if (unit == 0 || ec != std::errc() || p != s.data() + unit) {
+    bad(key, "'" + text + "' is not a duration (a number and a unit: 10ms, 1.5s, 500us, 2m, 1h)");
+  }
+  const std::string_view u = s.substr(unit);
+  double scale = 0;
+  if (u == "ns") scale = 1;
+  else if (u == "us") scale = 1e3;
+  else if (u == "ms") scale = 1e6;
+  else if (u == "s") scale = 1e9;
+  else if (u == "m" || u == "min") scale = 60e9;
+  else if (u == "h") scale = 3600e9;
+  else if (u.empty() && v == 0) scale = 1;
+  if (scale == 0) {
+    bad(key, "'" + text + "' has no unit (ns, us, ms, s, m or h)");
+  }
+  const double ns = v * scale;
+  if (!std::isfinite(ns) || ns > 1e18) bad(key, "'" + text + "' is longer than 31 years");
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(ns));
+}
+
+std::string duration_text(std::uint64_t ns) {
+  char buf[64];
+  const std::uint64_t s = ns / 1'000'000'000;
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof buf, "%lluh%02llum", static_cast<unsigned long long>(s / 3600),
+                  static_cast<unsigned long long>(s / 60 % 60));
+  } else if (s >= 60) {
+    std::snprintf(buf, sizeof buf, "%llum%02llus", static_cast<unsigned long long>(s / 60),
+                  static_cast<unsigned long long>(s % 60));
+  } else if (ns >= 1'000'000'000) {
+    std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ns) * 1e-9);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f ms", static_cast<double>(ns) * 1e-6);
+  }
+  return buf;
+}
+
+std::string feed_time_text(std::uint64_t ts) {
+  constexpr std::uint64_t kDay = 86'400'000'000'000;
+  char buf[48];
+  if (ts >= kDay) {
+    std::snprintf(buf, sizeof buf, "%llu ns", static_cast<unsigned long long>(ts));
+  } else {
+    const std::uint64_t ms = ts / 1'000'000;
+    std::snprintf(buf, sizeof buf, "%02llu:%02llu:%02llu.%03llu",
+                  static_cast<unsigned long long>(ms / 3'600'000),
+                  static_cast<unsigned long long>(ms / 60'000 % 60),
+                  static_cast<unsigned long long>(ms / 1000 % 60),
+                  static_cast<unsigned long long>(ms % 1000));
+  }
+  return buf;
+}
+
+std::string progress_text(const ProgressLine& p) {
+  char buf[256];
+  char pct[32] = "";
+  if (p.percent >= 0) std::snprintf(pct, sizeof pct, "%5.1f%%  ", p.percent);
+  if (p.wait_ns != 0) {
+    std::snprintf(buf, sizeof buf,
+                  "  %swaiting %s for feed time %s (gap in the feed); --max-gap to compress  "
+                  "published %llu",
+                  pct, duration_text(p.wait_ns).c_str(), feed_time_text(p.wait_feed_ts).c_str(),
+                  static_cast<unsigned long long>(p.published));
+  } else {
+    std::snprintf(buf, sizeof buf,
+                  "  %s%8.3f M msgs/s  lag p99 %9.1f us  max %9.1f us  published %llu", pct,
+                  p.msgs_per_s / 1e6, static_cast<double>(p.lag_p99_ns) / 1e3,
+                  static_cast<double>(p.lag_max_ns) / 1e3,
+                  static_cast<unsigned long long>(p.published));
+  }
+  return buf;
+}
+
 feed::SyntheticConfig default_synthetic() {
   feed::SyntheticConfig c;
   c.limit = 5'000'000;
@@ -69,6 +149,7 @@ void read_options(ConfigFile::Section s, Options& o) {
   s.get_enum("pacing", o.pacing, parse_pacing);
   s.get("speed", o.speed);
   s.get("rate", o.rate);
+  s.get_enum("max_gap", o.max_gap, parse_duration);
   s.get("duration_ms", o.duration);
   s.get("book", o.book);
   s.get("book_orders", o.book_orders);
@@ -84,6 +165,7 @@ void read_options(ConfigFile::Section s, Options& o) {
 void validate(const Options& o) {
   if (!(o.speed > 0) || !std::isfinite(o.speed)) bad("speed", "must be a positive number");
   if (!(o.rate > 0) || !std::isfinite(o.rate)) bad("rate", "must be a positive number");
+  if (o.max_gap.count() < 0) bad("max_gap", "must not be negative");
   if (o.batch == 0 || o.batch > 65536) bad("batch", std::to_string(o.batch) + " is outside 1..65536");
   if (o.synthetic.instruments == 0) bad("instruments", "must be at least 1");
   if (o.synthetic.burst_length > o.synthetic.burst_every) {
@@ -172,6 +254,35 @@ bool Replayer::publish_pending() {
   return true;
 }
 
+template <class Control>
+bool Replayer::wait_until(std::uint64_t due, std::uint64_t feed_ts, Control& control) {
+  const Clock& clock = Clock::instance();
+  std::uint64_t now = Clock::now();
+  if (due <= now) return true;
+  // A long wait is a gap in the feed: the progress line says so at once, and while it lasts.
+  waiting_until_ = due;
+  waiting_ts_ = feed_ts;
+  announce_wait_ = clock.to_ns(due - now) > 1e9;
+  struct Done {
+    std::uint64_t& until;
+    ~Done() { until = 0; }
+  } done{waiting_until_};
+  std::uint32_t spins = 0;
+  while ((now = Clock::now()) < due) {
+    const std::uint64_t sleep_ns =
+        sleep_before(static_cast<std::uint64_t>(clock.to_ns(due - now)));
+    if (sleep_ns != 0) {
+      if (!control(now)) return false;
+      pub_.service();  // subscribers join, and transports that need it send heartbeats
+      std::this_thread::sleep_for(std::chrono::nanoseconds(sleep_ns));
+      continue;
+    }
+    if ((++spins & 1023u) == 0 && !control(now)) return false;
+    cpu_relax();
+  }
+  return true;
+}
+
 void Replayer::run(const std::atomic<bool>* stop,
                    const std::function<void(const ProgressLine&)>& progress) {
   const Clock& clock = Clock::instance();
@@ -192,6 +303,7 @@ void Replayer::run(const std::atomic<bool>* stop,
   const double feed_factor = tpn / o_.speed;       // clock ticks per feed nanosecond
   const double rate_period = tpn * 1e9 / o_.rate;  // clock ticks from one tick to the next
   const std::uint64_t progress_every = clock.ns_to_ticks(500e6);
+  const std::uint64_t long_wait = clock.ns_to_ticks(1e9);  // a wait this long is worth a line
   std::uint64_t next_progress = start + progress_every;
   std::uint64_t last_progress = start;
   std::uint64_t last_read = 0;
@@ -201,17 +313,22 @@ void Replayer::run(const std::atomic<bool>* stop,
   auto control = [&](std::uint64_t now) {
     if (stop != nullptr && stop->load(std::memory_order_relaxed)) return false;
     if (now >= end) return false;
-    if (progress && now >= next_progress) {
+    if (progress && (now >= next_progress || announce_wait_)) {
+      announce_wait_ = false;
       const feed::Progress p = src_.progress();
       ProgressLine line;
       line.msgs_per_s = static_cast<double>(stats_.ticks_read - last_read) /
-                        (clock.to_ns(now - last_progress) * 1e-9);
+                        std::max(clock.to_ns(now - last_progress) * 1e-9, 1e-9);
       line.percent = p.total != 0
                          ? 100.0 * static_cast<double>(p.done) / static_cast<double>(p.total)
                          : -1;
       line.lag_p99_ns = window_lag_.value_at_percentile(99.0);
       line.lag_max_ns = window_lag_.max();
       line.published = pub_.counters().published;
+      if (waiting_until_ > now + long_wait) {
+        line.wait_ns = static_cast<std::uint64_t>(clock.to_ns(waiting_until_ - now));
+        line.wait_feed_ts = waiting_ts_;
+      }
       progress(line);
       window_lag_.reset();
       last_read = stats_.ticks_read;
@@ -221,8 +338,7 @@ void Replayer::run(const std::atomic<bool>* stop,
     return true;
   };
 
-  bool have_first = false;
-  std::uint64_t first_ts = 0;
+  FeedSchedule schedule(static_cast<std::uint64_t>(o_.max_gap.count()));
   std::uint64_t last_due = start;
   std::uint64_t index = 0;  // ticks scheduled so far (rate pacing)
   bool running = true;
@@ -233,7 +349,10 @@ void Replayer::run(const std::atomic<bool>* stop,
       break;
     }
     const std::size_t n = src_.read(std::span<Tick>(in_.data(), in_.size()));
-    if (n == 0) break;
+    if (n == 0) {
+      if (src_.at_end()) break;
+      continue;  // the source did a bounded amount of work and found nothing yet
+    }
     if (!book_ && o_.pacing == Pacing::max) {
       // As fast as possible, ticks as read: publish the read buffer itself, no copy.
       for (std::size_t i = 0; i < n; ++i) ++stats_.by_kind[static_cast<std::uint8_t>(in_[i].kind) & 15u];
@@ -257,20 +376,15 @@ void Replayer::run(const std::atomic<bool>* stop,
       if (o_.pacing != Pacing::max) {
         std::uint64_t due;
         if (o_.pacing == Pacing::feed) {
-          if (!have_first) {
-            have_first = true;
-            first_ts = t.exch_ts;
-          }
-          const std::uint64_t dt = t.exch_ts > first_ts ? t.exch_ts - first_ts : 0;
-          due = start + static_cast<std::uint64_t>(static_cast<double>(dt) * feed_factor);
+          due = start + static_cast<std::uint64_t>(
+                            static_cast<double>(schedule.elapsed(t.exch_ts)) * feed_factor);
         } else {
           due = start + static_cast<std::uint64_t>(static_cast<double>(index) * rate_period);
         }
         ++index;
         due = std::max(due, last_due);  // a feed whose clock steps back keeps its order
         last_due = due;
-        std::uint64_t now = Clock::now();
-        if (due > now) {
+        if (due > Clock::now()) {
           // Not due yet: send what is due, then wait for this one's time (open loop).
           if (pending_ != 0) {
             const Tick keep = send;
@@ -280,16 +394,11 @@ void Replayer::run(const std::atomic<bool>* stop,
             }
             out_[0] = keep;
           }
-          std::uint32_t spins = 0;
-          while ((now = Clock::now()) < due) {
-            if ((++spins & 1023u) == 0 && !control(now)) {
-              stats_.stopped = true;
-              running = false;
-              break;
-            }
-            cpu_relax();
+          if (!wait_until(due, t.exch_ts, control)) {
+            stats_.stopped = true;
+            running = false;
+            break;
           }
-          if (!running) break;
         }
         due_[pending_] = due;
       }

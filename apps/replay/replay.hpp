@@ -29,6 +29,52 @@ enum class Pacing : std::uint8_t {
 [[nodiscard]] const char* to_string(Pacing p) noexcept;
 [[nodiscard]] Pacing parse_pacing(std::string_view s, std::string_view key = "pacing");
 [[nodiscard]] feed::InputFormat parse_format(std::string_view s, std::string_view key = "format");
+// A duration with its unit: "10ms", "1.5s", "500us", "250ns", "2m", "1h"; "0" alone is none.
+// Throws Error(config_error) naming `key`.
+[[nodiscard]] std::chrono::nanoseconds parse_duration(std::string_view s,
+                                                      std::string_view key = "duration");
+// "2h13m", "4m05s", "12.5s", "300 ms": a wait, for people.
+[[nodiscard]] std::string duration_text(std::uint64_t ns);
+// A feed timestamp: the time of day for ITCH's nanoseconds since midnight ("09:30:00.000"),
+// else the nanoseconds.
+[[nodiscard]] std::string feed_time_text(std::uint64_t exch_ts);
+
+// Feed pacing as a pure function of the schedule: each tick is due `elapsed(exch_ts)` feed
+// nanoseconds after the first one, where any gap between consecutive timestamps longer than
+// `max_gap` counts as `max_gap` (0: gaps are kept). A timestamp that steps back counts as no time.
+class FeedSchedule {
+ public:
+  explicit FeedSchedule(std::uint64_t max_gap_ns = 0) noexcept : max_gap_(max_gap_ns) {}
+  [[nodiscard]] std::uint64_t elapsed(std::uint64_t exch_ts) noexcept {
+    if (!started_) {
+      started_ = true;
+      last_ = exch_ts;
+      return 0;
+    }
+    std::uint64_t dt = exch_ts > last_ ? exch_ts - last_ : 0;
+    if (max_gap_ != 0 && dt > max_gap_) dt = max_gap_;
+    if (exch_ts > last_) last_ = exch_ts;
+    elapsed_ += dt;
+    return elapsed_;
+  }
+
+ private:
+  std::uint64_t max_gap_;
+  std::uint64_t last_ = 0;
+  std::uint64_t elapsed_ = 0;
+  bool started_ = false;
+};
+
+// How the replay waits `remaining_ns` for a tick's send time: it sleeps, in steps short enough
+// that a stop request is seen within kMaxSleepNs, and spins only the last kSpinNs (a sleep wakes
+// up tens of microseconds late). Returns the nanoseconds to sleep now; 0: spin (or send).
+inline constexpr std::uint64_t kSpinNs = 50'000;
+inline constexpr std::uint64_t kMaxSleepNs = 100'000'000;
+[[nodiscard]] constexpr std::uint64_t sleep_before(std::uint64_t remaining_ns) noexcept {
+  if (remaining_ns <= kSpinNs) return 0;
+  const std::uint64_t s = remaining_ns - kSpinNs;
+  return s < kMaxSleepNs ? s : kMaxSleepNs;
+}
 
 // The generator with the replay's defaults: 5 million ticks (5 s at its 1 us mean gap).
 [[nodiscard]] feed::SyntheticConfig default_synthetic();
@@ -47,6 +93,7 @@ struct Options {
   Pacing pacing = Pacing::feed;
   double speed = 1.0;  // feed pacing: 2.0 replays twice as fast as the feed's clock
   double rate = 1e6;   // rate pacing: ticks per second
+  std::chrono::nanoseconds max_gap{0};    // feed pacing: longer gaps in the feed shrink to this
   std::chrono::milliseconds duration{0};  // stop after this long; 0: at the end of the input
   // Top of book: publish Quote ticks for best bid/ask changes instead of the order messages.
   bool book = false;
@@ -89,7 +136,13 @@ struct ProgressLine {
   double percent = -1;  // of the input; -1 when unknown (endless synthetic)
   std::uint64_t lag_p99_ns = 0, lag_max_ns = 0;  // over the interval
   std::uint64_t published = 0;
+  // Waiting for a tick whose send time is far off (a gap in the feed): how long still, and the
+  // tick's feed timestamp. 0: not waiting.
+  std::uint64_t wait_ns = 0;
+  std::uint64_t wait_feed_ts = 0;
 };
+// The progress line as the terminal shows it (no line ending).
+[[nodiscard]] std::string progress_text(const ProgressLine& p);
 
 // The publishing loop: reads the source in batches, applies the book, paces open-loop (each
 // tick's intended send time comes from the schedule, never from when the previous one left, so a
@@ -111,6 +164,11 @@ class Replayer {
   // Publishes out_[0, pending_), retrying back-pressured ticks; false when the stop request or
   // the duration ended the run while it was held back.
   bool publish_pending();
+  // Waits until clock time `due` for the tick of feed time `feed_ts`: sleeps, serving the
+  // publisher, then spins the last microseconds. Calls `control` at least every kMaxSleepNs and
+  // every 1024 spins; false when it says the run must end.
+  template <class Control>
+  bool wait_until(std::uint64_t due, std::uint64_t feed_ts, Control& control);
 
   Options o_;
   feed::TickSource& src_;
@@ -123,6 +181,9 @@ class Replayer {
   const std::atomic<bool>* stop_ = nullptr;
   std::uint64_t end_ = ~std::uint64_t{0};  // clock ticks at which the duration runs out
   Histogram window_lag_{1, 3'600'000'000'000, 2};  // lag since the last progress line
+  std::uint64_t waiting_until_ = 0;  // clock ticks: the send time being waited for (0: none)
+  std::uint64_t waiting_ts_ = 0;     // its tick's feed timestamp
+  bool announce_wait_ = false;       // a long wait began: show it on the progress line now
 };
 
 // The end-of-run report: input and messages by type, ticks published, back-pressure events,

@@ -9,7 +9,10 @@
 // The reader is lapped when it finds a sequence number ahead of the one it expects: the writer
 // has gone a whole ring past it. It then resumes at the oldest tick that can still be intact
 // and counts every tick it skipped as lost, so received + lost always equals what was published
-// up to its position.
+// up to its position. A lap is the publisher overtaking the reader by a whole ring: the reader
+// is then lost + (up to a ring of) unread ticks behind, so laps = ceil(lost / capacity). A
+// reader that stays lapped skips many small steps (each a run of lost ticks) per lap: those
+// are counted apart, as skips.
 //
 // Slots are accessed only as 64-bit words through std::atomic_ref: a plain memcpy racing with
 // the writer would be a data race even where the bytes are discarded afterwards.
@@ -113,7 +116,10 @@ class RingReader {
   [[nodiscard]] std::uint64_t next_seq() const noexcept { return next_; }
   [[nodiscard]] std::uint64_t received() const noexcept { return received_; }
   [[nodiscard]] std::uint64_t lost() const noexcept { return lost_; }
+  // Times the publisher overtook this reader by a whole ring: ceil(lost / capacity).
   [[nodiscard]] std::uint64_t laps() const noexcept { return laps_; }
+  // Resumptions after being lapped: each skipped a run of lost ticks.
+  [[nodiscard]] std::uint64_t skips() const noexcept { return skips_; }
   [[nodiscard]] std::uint64_t capacity() const noexcept { return capacity_; }
   [[nodiscard]] bool valid() const noexcept { return slots_ != nullptr; }
 
@@ -124,7 +130,8 @@ class RingReader {
     std::uint64_t resume = seen >= capacity_ ? seen - capacity_ + 1 : 0;
     if (resume <= next_) resume = next_ + 1;
     lost_ += resume - next_;
-    ++laps_;
+    laps_ = (lost_ + capacity_ - 1) / capacity_;  // capacity_ >= 2 on any ring being read
+    ++skips_;
     next_ = resume;
   }
 
@@ -135,6 +142,7 @@ class RingReader {
   std::uint64_t received_ = 0;
   std::uint64_t lost_ = 0;
   std::uint64_t laps_ = 0;
+  std::uint64_t skips_ = 0;
   std::atomic<std::uint64_t>* credit_ = nullptr;
 };
 

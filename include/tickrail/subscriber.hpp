@@ -26,16 +26,23 @@ enum class SubscriberState : std::uint8_t {
   closed,
 };
 
+// received + lost always equals the ticks published from the subscriber's first sequence up to
+// its position (next_sequence()), including ticks lapped before its first receipt.
 struct SubscriberCounters {
   std::uint64_t received = 0;  // ticks delivered to the handler
-  std::uint64_t lost = 0;      // ticks skipped because the publisher lapped us (drop policy)
-  std::uint64_t laps = 0;      // how many times that happened
+  std::uint64_t lost = 0;      // ticks it will never receive (lapped under drop; UD: gone for good)
+  // Ring transports: times the publisher overtook it by a whole ring, ceil(lost / ring
+  // capacity) (the publisher is then lost + up to a ring of unread ticks ahead). UD: runs of
+  // ticks lost for good (its recovery history overtaken, or no recovery).
+  std::uint64_t laps = 0;
   // Transports that have them fill these (UD: gaps and recovery; RDMA: completions).
   std::uint64_t gaps = 0;               // sequence gaps detected
   std::uint64_t recovered = 0;          // ticks recovered after a gap
   std::uint64_t foreign = 0;            // datagrams of another channel or session, dropped
   std::uint64_t malformed = 0;          // datagrams that did not decode, dropped
   std::uint64_t completion_errors = 0;  // work completions with an error status
+  // Runs of lost ticks skipped: a subscriber that stays lapped resumes many times per lap.
+  std::uint64_t skips = 0;
 };
 
 namespace detail {

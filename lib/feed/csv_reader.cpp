@@ -1,11 +1,13 @@
 #include "tickrail/feed/csv_reader.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <charconv>
-#include <fstream>
-#include <iterator>
+#include <cstring>
 #include <limits>
-#include <sstream>
 #include <string_view>
 
 #include "tickrail/error.hpp"
@@ -147,32 +149,104 @@ std::string quoted(std::string_view s) {
 
 CsvTickReader::CsvTickReader(const std::string& path, CsvReadOptions opts)
     : opts_(opts), name_(path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw_errno(errno != 0 ? errno : ENOENT, "open CSV file '" + path + "'");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) throw Error(Errc::parse_error, "read CSV file '" + path + "'");
-  text_ = std::move(ss).str();
-  parse_header();
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw_errno(errno, "open CSV file '" + path + "'");
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) size_ = static_cast<std::uint64_t>(st.st_size);
+  buf_.resize(kBufferBytes);
+  try {
+    parse_header();
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
 }
 
 CsvTickReader::CsvTickReader(std::string text, std::string name, CsvReadOptions opts)
-    : opts_(opts), name_(std::move(name)), text_(std::move(text)) {
+    : opts_(opts), name_(std::move(name)), buf_(std::move(text)) {
+  end_ = buf_.size();
+  size_ = buf_.size();
+  eof_ = true;
   parse_header();
+}
+
+CsvTickReader::~CsvTickReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void CsvTickReader::fill() {
+  // Keep the unread part, then read after it: a line is never longer than the buffer.
+  std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+  base_ += pos_;
+  end_ -= pos_;
+  pos_ = 0;
+  for (;;) {
+    const ssize_t got = ::read(fd_, buf_.data() + end_, buf_.size() - end_);
+    if (got > 0) {
+      end_ += static_cast<std::size_t>(got);
+      return;
+    }
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      read_error_ = std::string("read error after byte offset ") + std::to_string(base_ + end_) +
+                    ": " + std::strerror(errno);
+    }
+    eof_ = true;
+    return;
+  }
+}
+
+CsvTickReader::Next CsvTickReader::next_line(std::string_view& line) {
+  for (;;) {
+    const char* b = buf_.data();
+    const void* nl = std::memchr(b + pos_, '\n', end_ - pos_);
+    if (skipping_) {  // the rest of a line too long to hold
+      if (nl != nullptr) {
+        pos_ = static_cast<std::size_t>(static_cast<const char*>(nl) - b) + 1;
+        skipping_ = false;
+        continue;
+      }
+      pos_ = end_;
+      if (eof_) {
+        skipping_ = false;
+        return Next::end;
+      }
+      fill();
+      return Next::again;  // one buffer per call: the caller bounds its work
+    }
+    if (nl != nullptr || eof_) {
+      if (nl == nullptr && pos_ == end_) return Next::end;
+      const std::size_t e = nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - b) : end_;
+      line = std::string_view(b + pos_, e - pos_);
+      pos_ = nl != nullptr ? e + 1 : e;
+      return line.size() > kMaxLineBytes ? Next::too_long : Next::line;
+    }
+    if (end_ - pos_ > kMaxLineBytes) {
+      skipping_ = true;
+      return Next::too_long;
+    }
+    fill();
+  }
 }
 
 void CsvTickReader::parse_header() {
   scratch_.reserve(256);
   std::string_view line;
-  while (pos_ < text_.size()) {
-    const std::size_t nl = text_.find('\n', pos_);
-    const std::size_t end = nl == std::string::npos ? text_.size() : nl;
-    line = trim(std::string_view(text_).substr(pos_, end - pos_));
-    pos_ = nl == std::string::npos ? text_.size() : nl + 1;
+  for (;;) {
+    const Next r = next_line(line);
+    if (r == Next::end) break;
     ++line_;
+    if (r == Next::too_long) {
+      throw Error(Errc::parse_error, name() + ": line " + std::to_string(line_) +
+                                         ": no end of line within " +
+                                         std::to_string(kMaxLineBytes) + " bytes (not CSV text?)");
+    }
+    if (r != Next::line) continue;
+    line = trim(line);
     if (!line.empty() && line.front() != '#') break;
     line = {};
   }
+  if (!read_error_.empty()) throw Error(Errc::parse_error, name() + ": " + read_error_);
   const std::string where = name() + ": line " + std::to_string(line_);
   if (line.empty()) throw Error(Errc::parse_error, name() + ": no header line");
   bool more = true;
@@ -292,19 +366,24 @@ bool CsvTickReader::parse_line(std::string_view line, Tick& t, std::string& erro
 std::size_t CsvTickReader::read(std::span<Tick> out) {
   if (failed_) throw Error(Errc::parse_error, pending_);
   std::size_t n = 0;
-  while (n < out.size() && pos_ < text_.size()) {
-    const std::size_t nl = text_.find('\n', pos_);
-    const std::size_t end = nl == std::string::npos ? text_.size() : nl;
-    const std::string_view line = trim(std::string_view(text_).substr(pos_, end - pos_));
-    const std::size_t line_start = pos_;
-    pos_ = nl == std::string::npos ? text_.size() : nl + 1;
+  const std::uint64_t from = base_ + pos_;
+  // Bounded work per call: at most about kBufferBytes of input, whatever it holds.
+  while (n < out.size() && base_ + pos_ - from < kBufferBytes) {
+    std::string_view line;
+    const Next r = next_line(line);
+    if (r == Next::end || r == Next::again) break;
     ++line_;
-    if (line.empty() || line.front() == '#') continue;
-    if (parse_line(line, out[n], scratch_)) {
-      if (!has_seq_) out[n].seq = seq_ + 1;
-      ++seq_;
-      ++n;
-      continue;
+    if (r == Next::line) {
+      line = trim(line);
+      if (line.empty() || line.front() == '#') continue;
+      if (parse_line(line, out[n], scratch_)) {
+        if (!has_seq_) out[n].seq = seq_ + 1;
+        ++seq_;
+        ++n;
+        continue;
+      }
+    } else {
+      scratch_ = "no end of line within " + std::to_string(kMaxLineBytes) + " bytes";
     }
     ++errors_.bad_line;
     const std::string what = "line " + std::to_string(line_) + ", " + scratch_;
@@ -312,14 +391,23 @@ std::size_t CsvTickReader::read(std::span<Tick> out) {
     if (!opts_.skip_bad) {
       failed_ = true;
       pending_ = name() + ": " + what;
-      pos_ = line_start;
       break;
     }
+  }
+  if (!failed_ && !read_error_.empty() && eof_ && pos_ == end_) {
+    ++errors_.truncated;
+    if (first_error_.empty()) first_error_ = read_error_;
+    failed_ = true;
+    pending_ = name() + ": " + read_error_;
   }
   if (n == 0 && failed_) throw Error(Errc::parse_error, pending_);
   return n;
 }
 
-Progress CsvTickReader::progress() const noexcept { return {pos_, text_.size()}; }
+bool CsvTickReader::at_end() const noexcept {
+  return !failed_ && eof_ && pos_ == end_ && !skipping_ && read_error_.empty();
+}
+
+Progress CsvTickReader::progress() const noexcept { return {base_ + pos_, size_}; }
 
 }  // namespace tickrail::feed

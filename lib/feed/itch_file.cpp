@@ -31,7 +31,11 @@ struct ItchFileReader::Input {
   std::uint64_t buf_base = 0;  // stream offset of buf[0]
   std::uint64_t file_size = 0;
   bool eof = false;
-  bool truncated_stream = false;  // the gzip stream ended early (already counted)
+  // The stream ended early (cut) or on corrupt data: reported once the bytes before it are
+  // decoded, as `stream_error`.
+  bool stream_failed = false;
+  bool stream_corrupt = false;  // corrupt compressed data, not a cut file
+  std::string stream_error;
 
   ~Input() {
     if (map != nullptr) ::munmap(map, size);
@@ -47,6 +51,8 @@ struct ItchFileReader::Input {
 namespace {
 
 constexpr std::size_t kMinGzipBuffer = 1 << 17;  // holds the largest frame (2 + 65535) twice
+// Messages one read() call may skip (bad, or not a tick) before it returns to its caller.
+constexpr std::uint32_t kSkipsPerRead = 1 << 16;
 
 }  // namespace
 
@@ -189,38 +195,23 @@ bool ItchFileReader::refill() {
   while (have < in.cap) {
     const auto ask = static_cast<unsigned>(std::min<std::size_t>(in.cap - have, INT_MAX));
     const int got = ::gzread(in.gz, in.buf.get() + have, ask);
-    if (got < 0) {
-      int zerr = Z_OK;
-      const char* msg = ::gzerror(in.gz, &zerr);
-      cur_ = in.buf.get();
-      end_ = cur_ + have;
-      ++errors_.bad_packet;  // corrupt compressed data: no way to resynchronise, even skip_bad
-      fail(static_cast<int>(Errc::parse_error),
-           std::string("gzip stream corrupt near uncompressed byte offset ") +
-               std::to_string(in.buf_base + have) + ": " + (msg != nullptr ? msg : "?"));
-      in.eof = true;
-      return false;
+    if (got > 0) {
+      have += static_cast<std::size_t>(got);
+      continue;
     }
-    if (got == 0) {
-      in.eof = true;
-      int zerr = Z_OK;
-      const char* msg = ::gzerror(in.gz, &zerr);
-      if (zerr != Z_OK && zerr != Z_STREAM_END) {
-        cur_ = in.buf.get();
-        end_ = cur_ + have;
-        ++errors_.truncated;
-        std::string what = std::string("gzip stream ends early after uncompressed byte offset ") +
-                           std::to_string(in.buf_base + have) + ": " + (msg != nullptr ? msg : "?");
-        if (!opts_.skip_bad) {
-          fail(static_cast<int>(Errc::truncated), std::move(what));
-          return false;
-        }
-        if (first_error_.empty()) first_error_ = std::move(what);
-        in.truncated_stream = true;
-      }
-      break;
+    // The end, clean or not. What was inflated before a failure is good data: it is decoded
+    // first, and the failure reported after it (read()).
+    in.eof = true;
+    int zerr = Z_OK;
+    const char* msg = ::gzerror(in.gz, &zerr);
+    if (got < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
+      in.stream_failed = true;
+      in.stream_corrupt = got < 0;
+      in.stream_error = std::string(got < 0 ? "gzip stream corrupt near uncompressed byte offset "
+                                            : "gzip stream ends early after uncompressed byte offset ") +
+                        std::to_string(in.buf_base + have) + ": " + (msg != nullptr ? msg : "?");
     }
-    have += static_cast<std::size_t>(got);
+    break;
   }
   const bool grew = have > keep;
   cur_ = in.buf.get();
@@ -228,11 +219,39 @@ bool ItchFileReader::refill() {
   return grew;
 }
 
+void ItchFileReader::on_stream_failed() {
+  Input& in = *in_;
+  in.stream_failed = false;  // reported once
+  std::string what = std::move(in.stream_error);
+  if (cur_ != end_) {
+    what += "; the " + std::to_string(end_ - cur_) + " bytes from byte offset " +
+            std::to_string(in.offset_of(cur_)) + " are the start of a cut message";
+  }
+  cur_ = end_;
+  if (in.stream_corrupt) {
+    ++errors_.bad_packet;  // no way to resynchronise, even with skip_bad
+    fail(static_cast<int>(Errc::parse_error), std::move(what));
+    return;
+  }
+  ++errors_.truncated;
+  if (opts_.skip_bad) {
+    if (first_error_.empty()) first_error_ = std::move(what);
+  } else {
+    fail(static_cast<int>(Errc::truncated), std::move(what));
+  }
+}
+
+bool ItchFileReader::at_end() const noexcept {
+  return pending_errc_ == 0 && cur_ == end_ && (in_->gz == nullptr || in_->eof) &&
+         !in_->stream_failed;
+}
+
 std::size_t ItchFileReader::read(std::span<Tick> out) {
   if (pending_errc_ != 0) throw Error(static_cast<Errc>(pending_errc_), pending_);
   const std::size_t want = out.size();
   Tick* const t = out.data();
   std::size_t n = 0;
+  std::uint32_t skips = 0;  // messages skipped by this call: bounded, then back to the caller
   for (;;) {
     const std::uint8_t* p = cur_;
     const std::uint8_t* const end = end_;
@@ -247,19 +266,26 @@ std::size_t ItchFileReader::read(std::span<Tick> out) {
         ++n;
       } else if (d == Decoded::skipped) {
         ++seq_;
+        ++skips;
       } else if (!on_bad(d, p, len)) {
         stop = true;
         break;
+      } else {
+        ++skips;
       }
       p += 2 + len;
+      if (skips >= kSkipsPerRead) [[unlikely]] {
+        stop = true;
+        break;
+      }
     }
     cur_ = p;
     if (stop || n == want) break;
     if (!refill()) {
-      if (pending_errc_ == 0 && cur_ != end_) {
-        if (in_->truncated_stream) {
-          cur_ = end_;  // the partial tail of a cut stream: counted once, above
-        } else {
+      if (pending_errc_ == 0) {
+        if (in_->stream_failed) {
+          on_stream_failed();
+        } else if (cur_ != end_) {
           on_truncated(cur_);
         }
       }

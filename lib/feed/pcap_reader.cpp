@@ -41,6 +41,7 @@ struct Walked {
 };
 
 constexpr std::uint16_t kIpv4 = 0x0800;
+constexpr std::uint32_t kSkipsPerRead = 1 << 14;  // packets one read() may skip
 
 // Link header -> IPv4 -> UDP. Every length is checked against the captured bytes.
 Walked walk(int linktype, const std::uint8_t* d, std::size_t caplen) {
@@ -198,14 +199,20 @@ bool PcapMoldReader::bad(std::uint64_t& counter, int errc, const std::string& wh
 }
 
 bool PcapMoldReader::next_packet() {
-  for (;;) {
+  // Packets skipped here (other traffic, bad packets under skip_bad) are bounded per call, so
+  // that read() returns to its caller regularly.
+  for (std::uint32_t skipped = 0; skipped < kSkipsPerRead; ++skipped) {
     packet_offset_ = cap_->tell();
     pcap_pkthdr* h = nullptr;
     const u_char* data = nullptr;
     const int rc = ::pcap_next_ex(cap_->pcap, &h, &data);
-    if (rc == PCAP_ERROR_BREAK) return false;  // end of the capture
+    if (rc == PCAP_ERROR_BREAK) {  // end of the capture
+      eof_ = true;
+      return false;
+    }
     ++packet_no_;
     if (rc != 1) {
+      eof_ = true;
       // libpcap cannot resynchronise after a damaged record: this ends the capture either way.
       const std::string msg = ::pcap_geterr(cap_->pcap);
       const bool cut = msg.find("truncated") != std::string::npos;
@@ -251,14 +258,20 @@ bool PcapMoldReader::next_packet() {
     for (std::uint16_t i = 0; i < o.duplicate && packet_.next(skip); ++i) ++msg_seq_;
     if (packet_.remaining() > 0) return true;
   }
+  return false;
+}
+
+bool PcapMoldReader::at_end() const noexcept {
+  return eof_ && pending_errc_ == 0 && packet_.remaining() == 0;
 }
 
 std::size_t PcapMoldReader::read(std::span<Tick> out) {
   if (pending_errc_ != 0) throw Error(static_cast<Errc>(pending_errc_), pending_);
   const std::size_t want = out.size();
   std::size_t n = 0;
+  std::uint32_t packets = 0;  // bounded: packets of messages that are not ticks
   while (n < want) {
-    if (packet_.remaining() == 0 && !next_packet()) break;
+    if (packet_.remaining() == 0 && (++packets > kSkipsPerRead || !next_packet())) break;
     std::span<const std::uint8_t> msg;
     bool stop = false;
     while (n < want && packet_.next(msg)) {

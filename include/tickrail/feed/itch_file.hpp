@@ -3,7 +3,8 @@
 //
 // A plain file is memory-mapped and decoded in place (zero copy); a gzip file (detected by its
 // magic bytes, whatever its name) or a non-regular file is streamed through zlib into one large
-// buffer allocated at open. Byte offsets in errors are offsets in the uncompressed stream, of the
+// buffer allocated at open. A gzip file cut short (or corrupt) gives every complete message
+// before the cut, then the error naming the uncompressed offset where it ends. Byte offsets in errors are offsets in the uncompressed stream, of the
 // 2-byte length that frames the bad message. tick.seq is the 1-based ordinal of the message among
 // the valid messages of the file (the ITCH sequence number of a file that starts a session).
 #pragma once
@@ -34,6 +35,7 @@ class ItchFileReader final : public TickSource {
   ~ItchFileReader() override;
 
   [[nodiscard]] std::size_t read(std::span<Tick> out) override;
+  [[nodiscard]] bool at_end() const noexcept override;
   [[nodiscard]] Progress progress() const noexcept override;
   [[nodiscard]] const ErrorCounts& errors() const noexcept override { return errors_; }
   [[nodiscard]] const std::string& first_error() const noexcept override { return first_error_; }
@@ -52,6 +54,7 @@ class ItchFileReader final : public TickSource {
   bool refill();
   bool on_bad(Decoded d, const std::uint8_t* frame, std::size_t len);
   void on_truncated(const std::uint8_t* frame);
+  void on_stream_failed();  // the gzip stream's early end, once the bytes before it are decoded
   void fail(int errc, std::string what);
 
   ItchReadOptions opts_;

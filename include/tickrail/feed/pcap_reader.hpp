@@ -47,6 +47,7 @@ class PcapMoldReader final : public TickSource {
   ~PcapMoldReader() override;
 
   [[nodiscard]] std::size_t read(std::span<Tick> out) override;
+  [[nodiscard]] bool at_end() const noexcept override;
   [[nodiscard]] Progress progress() const noexcept override;
   [[nodiscard]] const ErrorCounts& errors() const noexcept override { return errors_; }
   [[nodiscard]] const std::string& first_error() const noexcept override { return first_error_; }
@@ -62,7 +63,8 @@ class PcapMoldReader final : public TickSource {
   struct Capture;  // the pcap_t (keeps <pcap.h> out of this header)
 
   void open(std::string what);
-  bool next_packet();  // false at the end of the capture or on a pending error
+  // false at the end of the capture, on a pending error, or after skipping its share of packets
+  bool next_packet();
   bool bad(std::uint64_t& counter, int errc, const std::string& what);
 
   PcapReadOptions opts_;
@@ -78,6 +80,7 @@ class PcapMoldReader final : public TickSource {
   std::string first_error_;
   int pending_errc_ = 0;
   std::string pending_;
+  bool eof_ = false;  // the capture has no more records
 };
 
 }  // namespace tickrail::feed

@@ -51,6 +51,9 @@ class SyntheticFeed final : public TickSource {
   ~SyntheticFeed() override;
 
   [[nodiscard]] std::size_t read(std::span<Tick> out) override;
+  [[nodiscard]] bool at_end() const noexcept override {
+    return cfg_.limit != 0 && produced_ >= cfg_.limit;
+  }
   // Ticks produced out of limit (total 0 when endless).
   [[nodiscard]] Progress progress() const noexcept override;
   [[nodiscard]] const ErrorCounts& errors() const noexcept override { return errors_; }

@@ -1,7 +1,9 @@
 // TickSource: what every feed (ITCH file, pcap of MoldUDP64, CSV, synthetic) offers the replay
 // publisher: ticks in batches, progress through the input, and counts of bad input skipped.
 //
-// read() is the data path: it never allocates and fills the caller's buffer. Bad input follows
+// read() is the data path: it never allocates and fills the caller's buffer, and it returns to
+// the caller after a bounded amount of work (so that a reading loop sees its stop request even
+// on endless junk read with skip_bad). Bad input follows
 // one rule in every source: without skip_bad, read() returns the ticks decoded before the bad
 // item, and the next call throws tickrail::Error naming the input and where (byte offset,
 // packet number or line); the error is sticky. With skip_bad, the item is counted in errors()
@@ -42,9 +44,12 @@ class TickSource {
   TickSource(const TickSource&) = delete;
   TickSource& operator=(const TickSource&) = delete;
 
-  // Fills `out` from the front with up to out.size() ticks; returns how many. 0 means the input
-  // is exhausted (a non-empty `out` always gets at least one tick otherwise).
+  // Fills `out` from the front with up to out.size() ticks; returns how many. 0 with at_end():
+  // the input is exhausted. 0 otherwise: the call did its bounded share of work (skipping bad
+  // input, non-tick messages or other packets) without finding a tick; call again.
   [[nodiscard]] virtual std::size_t read(std::span<Tick> out) = 0;
+  // True once every tick was returned and no error is pending: read() has nothing more to give.
+  [[nodiscard]] virtual bool at_end() const noexcept = 0;
   [[nodiscard]] virtual Progress progress() const noexcept = 0;
   [[nodiscard]] virtual const ErrorCounts& errors() const noexcept = 0;
   // Describes the first bad input met ("" if none), also when skip_bad went past it.

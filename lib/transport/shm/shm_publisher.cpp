@@ -90,6 +90,7 @@ std::vector<SubscriberStatus> ShmPublisher::subscribers() const {
     s.position = e.credit.load(std::memory_order_acquire);
     const std::uint64_t published = h.next_seq.load(std::memory_order_relaxed);
     s.lag = published > s.position ? published - s.position : 0;
+    s.back_pressure = e.back_pressure.load(std::memory_order_relaxed);
     out.push_back(std::move(s));
   }
   return out;

@@ -59,16 +59,20 @@ std::uint64_t ShmPublisher::room(std::uint64_t want, std::uint64_t& blocked) noe
       continue;
     }
     // The slot of sequence q is free once the subscriber expects more than q - capacity. The
-    // shared credit line is read only when the cached value says the ticks would not fit.
-    if (next_seq_ + allowed > s.cached_credit + capacity_) {
+    // shared credit line is read only when the cached value says the ticks would not fit (all
+    // of them: whether this subscriber held the call back is counted from a fresh credit).
+    if (next_seq_ + want > s.cached_credit + capacity_) {
       s.cached_credit = s.entry->credit.load(std::memory_order_acquire);
     }
     const std::uint64_t limit = s.cached_credit + capacity_;
     const std::uint64_t fits = limit > next_seq_ ? limit - next_seq_ : 0;
-    if (fits == 0) {
-      blocked |= std::uint64_t{1} << s.index;
+    if (fits < want) {
+      // It holds this call back (its ring has room for fewer ticks than asked).
       s.entry->back_pressure.store(s.entry->back_pressure.load(std::memory_order_relaxed) + 1,
                                    std::memory_order_relaxed);
+    }
+    if (fits == 0) {
+      blocked |= std::uint64_t{1} << s.index;
       if (s.policy == SlowConsumerPolicy::disconnect) {
         const std::uint64_t now = Clock::now();
         if (s.full_since == 0) {

@@ -19,7 +19,12 @@ class ShmSubscriber final : public detail::SubscriberTransport {
   }
   SubscriberState state() const noexcept override;
   SubscriberCounters counters() const noexcept override {
-    return {reader_.received(), reader_.lost(), reader_.laps()};
+    SubscriberCounters c;
+    c.received = reader_.received();
+    c.lost = reader_.lost();
+    c.laps = reader_.laps();
+    c.skips = reader_.skips();
+    return c;
   }
   std::uint64_t next_sequence() const noexcept override { return reader_.next_seq(); }
   std::string reason() const override;

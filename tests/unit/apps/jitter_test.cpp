@@ -2,11 +2,15 @@
 // clock of 1 ns per tick so that every figure is known exactly.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <thread>
 
 #include "../../../apps/jitter/jitter.hpp"
 #include "../../source_root.hpp"
 #include "tickrail/error.hpp"
+#include "tickrail/publisher.hpp"
 
 using namespace tickrail;
 
@@ -104,6 +108,9 @@ TEST_CASE("jitterReportSaysOneWayAndJsonHasEveryKey", "[jitter]") {
   info.channel = "c";
   info.clock = "TSC";
   info.elapsed_s = 1.0;
+  info.counters.received = 2;
+  info.counters.lost = 1;
+  info.position = 4;
   const std::string text = jitter::format_report(r, info);
   CHECK_THAT(text, Catch::Contains("ONE-WAY"));
   CHECK_THAT(text, Catch::Contains("latency"));
@@ -159,4 +166,48 @@ TEST_CASE("everyShippedConfigLoadsAsTheJitterReadsIt", "[jitter]") {
   SubscriberConfig sc;
   read_subscriber_config(j, sc);
   CHECK(sc.attach_timeout == std::chrono::milliseconds(10000));
+}
+
+TEST_CASE("jitterCountsTicksLappedBeforeItsFirstReceiptAsLost", "[jitter]") {
+  // A drop subscriber lapped before it ever polls: the ticks it lost come before its first
+  // receipt, so no sequence gap shows them; they are lost all the same, not "before it joined".
+  PublisherConfig pc;
+  pc.channel = "jitter-test-lapped-" + std::to_string(getpid());
+  pc.ring_capacity = 16;
+  pc.max_subscribers = 2;
+  Publisher pub(pc);
+  SubscriberConfig sc;
+  sc.channel = pc.channel;
+  sc.policy = SlowConsumerPolicy::drop;
+  Subscriber sub(sc);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (pub.subscriber_count() == 0 && std::chrono::steady_clock::now() < deadline) {
+    pub.service();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(sub.wait_active(std::chrono::seconds(10)));
+  constexpr std::uint64_t kPublished = 100;
+  for (std::uint64_t i = 0; i < kPublished; ++i) REQUIRE(pub.publish(Tick{}).ok());
+  jitter::Recorder r(1.0);
+  while (sub.poll([&](const Tick& t) { r.on_tick(t, t.send_ts); }) != 0) {
+  }
+  jitter::RunInfo info;
+  info.ended = "publisher_gone";
+  info.transport = "shm";
+  info.counters = sub.counters();
+  info.position = sub.next_sequence();
+  REQUIRE(r.received() == 16);
+  REQUIRE(r.gaps() == 0);  // nothing missing between the receipts
+  const jitter::Loss l = jitter::loss(r, info);
+  CHECK(l.total == kPublished - 16);
+  CHECK(l.before_first == kPublished - 16);
+  CHECK(l.start_seq == 1);
+  CHECK(r.received() + l.total == kPublished);
+  const nlohmann::json j = jitter::report_json(r, info);
+  CHECK(j["count"].get<std::uint64_t>() + j["lost"].get<std::uint64_t>() == kPublished);
+  CHECK(j["lost_before_first"] == kPublished - 16);
+  CHECK(j["laps"] == (kPublished - 16 + 15) / 16);
+  const std::string text = jitter::format_report(r, info);
+  CHECK_THAT(text, Catch::Contains("84 ticks lost (0 in 0 gaps between receipts, 84 before the first)"));
+  CHECK_THAT(text, !Catch::Contains("joined after"));
 }

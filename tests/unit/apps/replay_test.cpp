@@ -1,16 +1,20 @@
 // tickrail-replay's pieces (apps/replay/replay.hpp) on a generated ITCH 5.0 file holding every
 // message type, a truncated copy of it, and a book whose final top is known by construction.
 #include <catch2/catch.hpp>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
+#include <mutex>
 
 #include "../../../apps/replay/replay.hpp"
 #include "../../source_root.hpp"
 #include "tickrail/error.hpp"
 #include "tickrail/feed/itch.hpp"
+#include "tickrail/feed/itch_file.hpp"
 #include "tickrail/feed/itch_writer.hpp"
 #include "tickrail/subscriber.hpp"
 
@@ -123,7 +127,157 @@ struct Channel {
   }
 };
 
+// ITCH add orders: `before` a millisecond apart, then an hour of silence (the pre-market gap of
+// a real day), then `after` more.
+std::vector<std::uint8_t> feed_with_an_hour_gap(int before, int after) {
+  ItchWriter w;
+  std::uint64_t ts = kTs;
+  w.stock_directory(1, ts, "AAPL");
+  std::uint64_t ref = 1;
+  for (int i = 0; i < before; ++i) w.add_order(1, ts += 1'000'000, ref++, Side::Buy, 100, "AAPL", 1'000'000);
+  ts += 3'600'000'000'000ull;
+  for (int i = 0; i < after; ++i) w.add_order(1, ts += 1'000'000, ref++, Side::Buy, 100, "AAPL", 1'000'000);
+  return w.bytes();
+}
+
+double thread_cpu_s() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
 }  // namespace
+
+TEST_CASE("feedScheduleCompressesEveryGapLongerThanMaxGap", "[replay][pacing]") {
+  constexpr std::uint64_t ms = 1'000'000, hour = 3'600'000'000'000ull;
+  replay::FeedSchedule kept;  // no max gap: the feed's own time
+  CHECK(kept.elapsed(kTs) == 0);
+  CHECK(kept.elapsed(kTs + ms) == ms);
+  CHECK(kept.elapsed(kTs + ms + hour) == ms + hour);
+
+  replay::FeedSchedule s(10 * ms);
+  CHECK(s.elapsed(kTs) == 0);
+  CHECK(s.elapsed(kTs + ms) == ms);                   // short gaps are kept
+  CHECK(s.elapsed(kTs + ms + hour) == 11 * ms);       // the hour becomes 10 ms
+  CHECK(s.elapsed(kTs + 2 * ms + hour) == 12 * ms);   // and the feed goes on from there
+  CHECK(s.elapsed(kTs) == 12 * ms);                   // a clock that steps back: no time
+  CHECK(s.elapsed(kTs + 3 * ms + hour) == 13 * ms);   // measured from the latest time seen
+  CHECK(s.elapsed(kTs + 3 * ms + 2 * hour) == 23 * ms);
+}
+
+TEST_CASE("pacingSleepsThroughLongWaitsInStepsAndSpinsOnlyTheLastMicroseconds", "[replay][pacing]") {
+  // An hour's wait is slept in steps of at most 100 ms (a stop request is seen between two).
+  CHECK(replay::sleep_before(3'600'000'000'000ull) == replay::kMaxSleepNs);
+  CHECK(replay::kMaxSleepNs <= 100'000'000);
+  // A millisecond: sleep all but the last kSpinNs, then spin.
+  CHECK(replay::sleep_before(1'000'000) == 1'000'000 - replay::kSpinNs);
+  CHECK(replay::sleep_before(replay::kSpinNs) == 0);
+  CHECK(replay::sleep_before(1) == 0);
+  CHECK(replay::kSpinNs <= 100'000);
+  // Walking a whole hour's wait: every step sleeps, none spins until the end.
+  std::uint64_t left = 3'600'000'000'000ull, steps = 0;
+  while (replay::sleep_before(left) != 0) {
+    left -= replay::sleep_before(left);
+    ++steps;
+  }
+  CHECK(left == replay::kSpinNs);
+  CHECK(steps == 36'000);
+}
+
+TEST_CASE("durationsAndFeedTimesReadAsPeopleWriteThem", "[replay][pacing]") {
+  using namespace std::chrono;
+  CHECK(replay::parse_duration("10ms") == milliseconds(10));
+  CHECK(replay::parse_duration("1.5s") == milliseconds(1500));
+  CHECK(replay::parse_duration("500us") == microseconds(500));
+  CHECK(replay::parse_duration("2m") == minutes(2));
+  CHECK(replay::parse_duration("1h") == hours(1));
+  CHECK(replay::parse_duration("0") == nanoseconds(0));
+  CHECK_THROWS_WITH(replay::parse_duration("10", "--max-gap"), Catch::Contains("--max-gap") && Catch::Contains("no unit"));
+  CHECK_THROWS_WITH(replay::parse_duration("-1s", "--max-gap"), Catch::Contains("not a duration"));
+  CHECK_THROWS_WITH(replay::parse_duration("1e400s", "--max-gap"), Catch::Contains("--max-gap"));
+  CHECK_THROWS_WITH(replay::parse_duration("10 parsecs", "--max-gap"), Catch::Contains("no unit"));
+  CHECK(replay::duration_text(7'980'000'000'000ull) == "2h13m");
+  CHECK(replay::duration_text(245'000'000'000ull) == "4m05s");
+  CHECK(replay::feed_time_text(34'200'000'000'000ull) == "09:30:00.000");
+  ConfigFile f("[replay]\nmax_gap = \"250ms\"\n", "r.toml");
+  replay::Options o;
+  replay::read_options(f.section("replay"), o);
+  CHECK(o.max_gap == milliseconds(250));
+  ConfigFile bad("[replay]\nmax_gap = \"forever\"\n", "b.toml");
+  CHECK_THROWS_WITH(replay::read_options(bad.section("replay"), o),
+                    Catch::Contains("b.toml:2:1: replay.max_gap"));
+}
+
+TEST_CASE("maxGapReplaysAnHourOfSilenceAtOnceWithEveryTickPublished", "[replay][pacing]") {
+  Channel ch("maxgap");
+  const std::vector<std::uint8_t> bytes = feed_with_an_hour_gap(20, 30);
+  feed::ItchFileReader src(bytes, "gap");
+  replay::Options o;
+  o.pacing = replay::Pacing::feed;
+  o.max_gap = std::chrono::milliseconds(10);
+  o.wait_subscribers = 0;
+  replay::Replayer r(o, src, *ch.pub);
+  std::atomic<bool> stop{false};
+  auto done = std::async(std::launch::async, [&] { r.run(&stop); });
+  // Bounded: without the compression this would wait an hour; the stop then ends it early.
+  if (done.wait_for(std::chrono::seconds(60)) != std::future_status::ready) stop = true;
+  done.get();
+  CHECK_FALSE(r.stats().stopped);
+  CHECK(r.stats().ticks_read == 51);  // the directory message is a status tick
+  CHECK(ch.drain().size() == 51);
+}
+
+TEST_CASE("replayWaitingThroughAFeedGapSleepsSaysWhyAndStopsWhenAsked", "[replay][pacing]") {
+  Channel ch("gapwait");
+  const std::vector<std::uint8_t> bytes = feed_with_an_hour_gap(5, 5);
+  feed::ItchFileReader src(bytes, "gap");
+  replay::Options o;
+  o.pacing = replay::Pacing::feed;
+  o.wait_subscribers = 0;
+  replay::Replayer r(o, src, *ch.pub);
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::vector<replay::ProgressLine> lines;
+  std::promise<void> waiting;
+  auto progress = [&](const replay::ProgressLine& p) {
+    const std::lock_guard lock(mu);
+    if (p.wait_ns != 0 && std::none_of(lines.begin(), lines.end(), [](const auto& l) { return l.wait_ns != 0; })) {
+      waiting.set_value();
+    }
+    lines.push_back(p);
+  };
+  double cpu_waiting = 0;
+  std::atomic<bool> measuring{false};
+  auto done = std::async(std::launch::async, [&] {
+    r.run(&stop, [&](const replay::ProgressLine& p) {
+      progress(p);
+      if (p.wait_ns != 0 && !measuring.exchange(true)) cpu_waiting = -thread_cpu_s();
+    });
+    cpu_waiting += thread_cpu_s();
+  });
+  REQUIRE(waiting.get_future().wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // a second of waiting, then the stop
+  stop = true;
+  // The stop is seen within a sleep step, never after the hour.
+  REQUIRE(done.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  done.get();
+  CHECK(r.stats().stopped);
+  CHECK(r.stats().ticks_read == 7);  // directory, 5 orders, and the first after the gap (held)
+  CHECK(ch.drain().size() == 6);
+  // Sleeping, the thread used a small part of the second it waited (spinning uses all of it).
+  CHECK(cpu_waiting < 0.3);
+  const std::lock_guard lock(mu);
+  const auto w = std::find_if(lines.begin(), lines.end(), [](const auto& l) { return l.wait_ns != 0; });
+  REQUIRE(w != lines.end());
+  CHECK(w->wait_ns > 3'590'000'000'000ull);
+  CHECK(w->wait_feed_ts == kTs + 5'000'000 + 3'600'000'000'000ull + 1'000'000);
+  const std::string text = replay::progress_text(*w);
+  CHECK_THAT(text, Catch::Contains("waiting 59m") || Catch::Contains("waiting 1h00m"));
+  CHECK_THAT(text, Catch::Contains("for feed time 10:30:00.006"));
+  CHECK_THAT(text, Catch::Contains("gap in the feed"));
+  CHECK_THAT(text, Catch::Contains("--max-gap"));
+}
 
 TEST_CASE("replayCountsEveryItchMessageTypeAndPublishesEachAsATick", "[replay]") {
   const Generated g = generate();

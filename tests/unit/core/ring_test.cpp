@@ -107,6 +107,31 @@ TEST_CASE("lapMidwayKeepsReceivedPlusLostEqualToPublished") {
   REQUIRE(reader.lost() > 0);
 }
 
+TEST_CASE("lapsCountWholeRingsOvertakenNotSkipSteps") {
+  // A reader that keeps up at a third of the writer's pace: once lapped, it is overtaken again
+  // by a few ticks at every poll, so it skips often, but the writer gains only one ring's
+  // worth of ticks per lap.
+  constexpr std::uint64_t kCap = 16;
+  Ring r(kCap);
+  RingReader reader(r.slots.data(), kCap, 1, &r.credit);
+  std::uint64_t published = 0;
+  for (int round = 0; round < 600; ++round) {
+    for (int k = 0; k < 3; ++k) r.write(++published, true);
+    reader.poll([](const Tick&) {}, 1);
+  }
+  const std::uint64_t lost = reader.lost();
+  REQUIRE(lost > 8 * kCap);
+  // The publisher is lost + (at most a ring of) unread ticks ahead: a lap per whole ring.
+  const std::uint64_t lead = published - reader.received();
+  REQUIRE(lead >= lost);
+  REQUIRE(lead - lost <= kCap);
+  CHECK(reader.laps() == (lost + kCap - 1) / kCap);
+  CHECK(reader.laps() <= lead / kCap);
+  CHECK(reader.laps() + 1 >= lead / kCap);
+  // The skip steps are many more than the laps, and counted apart.
+  CHECK(reader.skips() > 4 * reader.laps());
+}
+
 TEST_CASE("slotBeingOverwrittenIsNotDelivered") {
   Ring r(4);
   RingReader reader(r.slots.data(), 4, 1, &r.credit);

@@ -18,8 +18,11 @@ namespace {
 std::vector<Tick> read_all(TickSource& src) {
   std::vector<Tick> all;
   std::vector<Tick> buf(3);
-  while (const std::size_t n = src.read(buf)) all.insert(all.end(), buf.begin(), buf.begin() + static_cast<long>(n));
-  return all;
+  for (;;) {
+    const std::size_t n = src.read(buf);
+    if (n == 0 && src.at_end()) return all;
+    all.insert(all.end(), buf.begin(), buf.begin() + static_cast<long>(n));
+  }
 }
 
 std::string error_of(const std::string& text, CsvReadOptions opts = {}) {
@@ -186,4 +189,46 @@ TEST_CASE("csvDeliversGoodLinesBeforeTheErrorAndSkipBadCounts") {
 TEST_CASE("csvNamesAMissingFile") {
   REQUIRE_THROWS_WITH(CsvTickReader("/nonexistent/ticks.csv"),
                       Catch::Contains("/nonexistent/ticks.csv"));
+}
+
+TEST_CASE("csvStreamsAFileLargerThanItsBufferTickByTick") {
+  std::string text = "seq,kind,qty\n";
+  constexpr std::uint64_t kLines = 200'000;  // about 2.8 MiB: several buffer refills
+  for (std::uint64_t i = 1; i <= kLines; ++i) text += std::to_string(i) + ",add," + std::to_string(i % 1000) + "\n";
+  REQUIRE(text.size() > 2 * CsvTickReader::kBufferBytes);
+  test::TempFile f(".csv");
+  f.write(text);
+  CsvTickReader r(f.path());
+  const auto all = read_all(r);
+  REQUIRE(all.size() == kLines);
+  bool in_order = true;
+  for (std::uint64_t i = 0; i < kLines; ++i) {
+    in_order = in_order && all[i].seq == i + 1 && all[i].qty == (i + 1) % 1000;
+  }
+  CHECK(in_order);
+  CHECK(r.progress().done == text.size());
+  CHECK(r.progress().total == text.size());
+}
+
+TEST_CASE("csvLineWithoutAnEndIsABadLineNotAMemoryHog") {
+  const std::string head = "kind,qty\nadd,1\n";
+  const std::string tail = "\nadd,3\n";
+  const std::string text = head + std::string(CsvTickReader::kMaxLineBytes * 3, 'x') + tail;
+  test::TempFile f(".csv");
+  f.write(text);
+  {
+    CsvTickReader r(f.path());
+    std::vector<Tick> buf(8);
+    REQUIRE(r.read(buf) == 1);
+    REQUIRE_THROWS_WITH(r.read(buf), Catch::Contains("line 3, no end of line within 65536 bytes"));
+  }
+  CsvTickReader r(f.path(), CsvReadOptions{.skip_bad = true});
+  const auto all = read_all(r);
+  REQUIRE(all.size() == 2);
+  CHECK(all[1].qty == 3);
+  CHECK(r.errors().bad_line == 1);
+  // A file that is no CSV at all (no end of line in its first line) fails at its header.
+  test::TempFile junk(".csv");
+  junk.write(std::string(CsvTickReader::kMaxLineBytes + 10, '\0'));
+  CHECK_THROWS_WITH(CsvTickReader(junk.path()), Catch::Contains("line 1: no end of line within 65536 bytes"));
 }

@@ -41,8 +41,11 @@ ItchWriter every_type_file() {
 std::vector<Tick> read_all(TickSource& src, std::size_t batch = 256) {
   std::vector<Tick> all;
   std::vector<Tick> buf(batch);
-  while (const std::size_t n = src.read(buf)) all.insert(all.end(), buf.begin(), buf.begin() + static_cast<long>(n));
-  return all;
+  for (;;) {
+    const std::size_t n = src.read(buf);
+    if (n == 0 && src.at_end()) return all;
+    all.insert(all.end(), buf.begin(), buf.begin() + static_cast<long>(n));
+  }
 }
 
 void write_gzip(const std::string& path, std::span<const std::uint8_t> bytes) {
@@ -196,14 +199,71 @@ TEST_CASE("itchReaderReportsACutGzipStream") {
   gz.resize(gz.size() / 2);
   test::TempFile cut(".gz");
   cut.write(gz);
+  // What zlib can inflate of the cut file: every complete message in it is good data.
+  std::vector<std::uint8_t> inflated(w.bytes().size());
+  gzFile in = gzopen(cut.path().c_str(), "rb");
+  REQUIRE(in != nullptr);
+  std::size_t have = 0;
+  for (int got = 0; (got = gzread(in, inflated.data() + have, static_cast<unsigned>(inflated.size() - have))) > 0;) {
+    have += static_cast<std::size_t>(got);
+  }
+  gzclose(in);
+  constexpr std::size_t kFrame = 2 + 19;  // an order delete
+  const std::size_t complete = have / kFrame;
+  REQUIRE(complete > 0);
+  REQUIRE(complete < 5'000);
+
+  // Without skip_bad: every complete message first, then the cut, named with its offsets.
   ItchFileReader r(cut.path());
-  const std::string what = error_of(r);
-  REQUIRE(what.find("gzip stream ends early") != std::string::npos);
+  std::vector<Tick> got;
+  std::string what;
+  try {
+    got = read_all(r);
+  } catch (const Error& e) {
+    what = e.what();
+  }
+  std::vector<Tick> before;
+  ItchFileReader again(cut.path());
+  std::vector<Tick> buf(97);
+  try {
+    for (;;) {
+      const std::size_t n = again.read(buf);
+      if (n == 0 && again.at_end()) break;
+      before.insert(before.end(), buf.begin(), buf.begin() + static_cast<long>(n));
+    }
+  } catch (const Error&) {
+  }
+  CHECK(before.size() == complete);
+  CHECK(before.back().order_ref == complete);
+  REQUIRE(what.find("gzip stream ends early after uncompressed byte offset " + std::to_string(have)) != std::string::npos);
+  if (have % kFrame != 0) {
+    CHECK(what.find("from byte offset " + std::to_string(complete * kFrame) + " are the start of a cut message") != std::string::npos);
+  }
+  REQUIRE(r.errors().truncated == 1);
+
   ItchFileReader rs(cut.path(), ItchReadOptions{.skip_bad = true});
   const auto ticks = read_all(rs);
-  REQUIRE(ticks.size() > 0);
-  REQUIRE(ticks.size() < 5'000);
+  REQUIRE(ticks.size() == complete);
   REQUIRE(rs.errors().truncated == 1);
+  REQUIRE(rs.at_end());
+}
+
+TEST_CASE("itchReaderReturnsToItsCallerRegularlyOnEndlessJunkWithSkipBad") {
+  // 4 MiB of zeros: two million empty messages, each bad. A reading loop must get control
+  // back every so often (to see its stop request), not only at the end of the input.
+  const std::vector<std::uint8_t> zeros(4 << 20, 0);
+  ItchFileReader r(zeros, "zeros", ItchReadOptions{.skip_bad = true});
+  std::vector<Tick> buf(256);
+  std::uint64_t calls = 0;
+  std::uint64_t ticks = 0;
+  while (!r.at_end()) {
+    ticks += r.read(buf);
+    ++calls;
+    REQUIRE(calls < 1'000'000);
+  }
+  CHECK(ticks == 0);
+  CHECK(r.errors().bad_length == zeros.size() / 2);
+  CHECK(calls >= 16);  // at most 65536 skipped messages per call
 }
 
 TEST_CASE("itchReaderNamesAMissingFile") {

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "shm_test_util.hpp"
@@ -109,6 +110,35 @@ TEST_CASE("publisherReportsBackPressureWhenABlockRingIsFull") {
   REQUIRE(got.size() == 4);
   REQUIRE(got.back().order_ref == 11);
   REQUIRE(sub.counters().lost == 0);
+}
+
+TEST_CASE("eachSubscriberShowsHowOftenItsRingHeldThePublisherBack") {
+  const auto ch = unique_channel("bp-rows");
+  Publisher pub(pub_config(ch, 8));
+  Subscriber slow(sub_config(ch));
+  Subscriber fast(sub_config(ch));
+  REQUIRE(wait_for_subscribers(pub, 2));
+  REQUIRE(slow.wait_active(1s));
+  REQUIRE(fast.wait_active(1s));
+  std::vector<Tick> batch;
+  for (std::uint64_t i = 0; i < 12; ++i) batch.push_back(payload(i));
+  // Both rings hold 8 of the 12: both held this call back.
+  REQUIRE(pub.publish(batch).status == PublishStatus::back_pressured);
+  drain(fast);
+  // Only the slow one is full now; a part of the batch fits the fast one, none the slow one.
+  REQUIRE(pub.publish(std::span<const Tick>(batch).subspan(8)).status == PublishStatus::back_pressured);
+  drain(slow);
+  REQUIRE(pub.publish(std::span<const Tick>(batch).subspan(8)).ok());  // room in both
+  drain(fast);
+  REQUIRE(slow.poll([](const Tick&) {}, 1) == 1);  // 3 unread in slow: room for 5
+  std::vector<Tick> six(batch.begin(), batch.begin() + 6);
+  REQUIRE(pub.publish(six).status == PublishStatus::back_pressured);
+  REQUIRE(pub.counters().back_pressured == 3);
+  std::vector<std::uint64_t> rows;
+  for (const SubscriberStatus& s : pub.subscribers()) rows.push_back(s.back_pressure);
+  std::sort(rows.begin(), rows.end());
+  // fast: the first call only; slow: all three, also the last, where it had some room.
+  CHECK(rows == std::vector<std::uint64_t>{1, 3});
 }
 
 TEST_CASE("dropSubscriberIsLappedAndCountsItsExactLoss") {

@@ -98,6 +98,7 @@ void Link::teardown() noexcept {
   block = LinkBlock{};
   first_seq.store(0, std::memory_order_relaxed);
   position.store(0, std::memory_order_relaxed);
+  back_pressure.store(0, std::memory_order_relaxed);
   end.store(0, std::memory_order_relaxed);
 }
 
@@ -536,6 +537,7 @@ std::vector<SubscriberStatus> RcPublisher::subscribers() const {
     status.position = l.position.load(std::memory_order_relaxed);
     status.lag = published > status.position && status.position != 0 ? published - status.position
                                                                      : 0;
+    status.back_pressure = l.back_pressure.load(std::memory_order_relaxed);
     out.push_back(std::move(status));
   }
   return out;

@@ -70,6 +70,7 @@ struct Link {
   std::atomic<std::uint32_t> end{0};
   std::atomic<std::uint64_t> first_seq{0};  // chosen by the data path (joining -> reserved)
   std::atomic<std::uint64_t> position{0};   // the credit the data path last read
+  std::atomic<std::uint64_t> back_pressure{0};  // publish calls it held back (data path writes)
 
   // Written by the CM thread before joining (release), read-only for the data path after.
   ConnectRequest req{};

@@ -88,6 +88,11 @@ PublishResult RcPublisher::publish(std::span<const Tick> ticks) noexcept {
   published_seq_.store(next_seq_, std::memory_order_relaxed);
   maintain(now);
   if (done == want) return {PublishStatus::ok, static_cast<std::uint32_t>(done), blocked};
+  // The loop ended on a pass with no room: the subscribers without room held this call back.
+  for (std::uint64_t b = blocked; b != 0; b &= b - 1) {
+    std::atomic<std::uint64_t>& bp = links_[static_cast<std::size_t>(__builtin_ctzll(b))].back_pressure;
+    bp.store(bp.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
   ++counters_.back_pressured;
   return {PublishStatus::back_pressured, static_cast<std::uint32_t>(done), blocked};
 }
@@ -569,6 +574,7 @@ void RcPublisher::activate(std::uint32_t pending_pos) noexcept {
     a.sent = next_seq_ - a.capacity;
   }
   l.position.store(p.first_seq, std::memory_order_relaxed);
+  l.back_pressure.store(0, std::memory_order_relaxed);
   if (!cas(l.state, LinkState::established, LinkState::active)) {
     // The CM thread gave up on it meanwhile (leaving): let it go at once.
     a.dead = true;

@@ -354,8 +354,19 @@ std::string RcSubscriber::reason() const {
 }
 
 SubscriberCounters RcSubscriber::counters() const noexcept {
-  if (is_memory_mode(mode_)) return {reader_.received(), reader_.lost(), reader_.laps()};
-  return {received_, lost_, laps_};
+  SubscriberCounters c;
+  if (is_memory_mode(mode_)) {
+    c.received = reader_.received();
+    c.lost = reader_.lost();
+    c.laps = reader_.laps();
+    c.skips = reader_.skips();
+  } else {
+    c.received = received_;
+    c.lost = lost_;
+    c.laps = capacity_ != 0 ? (lost_ + capacity_ - 1) / capacity_ : 0;  // whole rings, as RingReader
+    c.skips = skips_;
+  }
+  return c;
 }
 
 std::uint64_t RcSubscriber::next_sequence() const noexcept {

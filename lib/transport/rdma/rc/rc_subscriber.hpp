@@ -103,7 +103,7 @@ class RcSubscriber final : public detail::SubscriberTransport {
   std::uint64_t limit_ = 0;      // every tick <= limit_ has been written (or skipped) for us
   std::uint64_t received_ = 0;
   std::uint64_t lost_ = 0;
-  std::uint64_t laps_ = 0;
+  std::uint64_t skips_ = 0;  // runs of lost ticks
   bool in_gap_ = false;
   std::uint64_t credit_due_ = 0;
   std::uint32_t recv_used_ = 0;  // completions taken since the last repost

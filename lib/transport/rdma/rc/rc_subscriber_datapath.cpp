@@ -79,8 +79,8 @@ std::size_t RcSubscriber::poll_cq(detail::TickSink sink, std::size_t limit) noex
     }
     // Not written to us (the publisher dropped it for us: our ring was full), or, defensively,
     // a later tick (then resume at the oldest tick that can still be intact, as RingReader
-    // does): counted as lost, the run of losses once in `laps`.
-    if (!in_gap_) ++laps_;
+    // does): counted as lost, the run of losses once in `skips_`.
+    if (!in_gap_) ++skips_;
     in_gap_ = true;
     std::uint64_t resume = next_ + 1;
     if (seq > next_ && seq <= limit_ && seq >= capacity_ && seq - capacity_ + 1 > resume) {

@@ -230,6 +230,7 @@ SubscriberCounters UdSubscriber::counters() const noexcept {
     c.received += t.delivered;
     c.lost += t.lost;
     c.laps += t.loss_events;
+    c.skips += t.loss_events;
     c.gaps += t.gaps;
     c.recovered += t.recovered;
     c.foreign += g->foreign;
