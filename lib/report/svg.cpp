@@ -102,6 +102,18 @@ void boxed_text(std::string& s, double x, double y, const std::string& text, con
        "\"" + attrs + ">" + escape(text) + "</text>";
 }
 
+// A tick's value (1, 2 or 5 times a power of ten ns) in the largest unit it is whole in:
+// "500 ns", "1 us", "20 ms".
+std::string tick_label(double ns) {
+  static constexpr const char* kUnits[] = {"ns", "us", "ms", "s"};
+  int u = 0;
+  while (u < 3 && ns >= 999.5) {
+    ns /= 1000.0;
+    ++u;
+  }
+  return fixed(ns, 0) + " " + kUnits[u];
+}
+
 void x_axis(std::string& s, const Frame& f) {
   s += "<g class=\"x-axis\">\n";
   std::vector<double> ticks = {0.0, std::log10(2.0)};
@@ -131,7 +143,7 @@ void y_axis(std::string& s, const Frame& f, const std::string& label) {
            n1(y) + "\" stroke=\"" + (m == 1 ? "#bdbdbd" : "#ececec") + "\"/>";
       if (labelled) {
         s += "<text x=\"" + n1(f.left - 8) + "\" y=\"" + n1(y + 4) + "\" text-anchor=\"end\"" +
-             (m == 1 ? "" : " fill=\"#666666\"") + ">" + duration(ns) + "</text>";
+             (m == 1 ? "" : " fill=\"#666666\"") + ">" + tick_label(ns) + "</text>";
       }
       s += "</g>\n";
     }
@@ -192,23 +204,45 @@ void draw_markers(std::string& s, const Frame& f, const Curve& c, const std::str
   s += "</g>\n";
 }
 
-// One row under the x axis: colour, name, count, p50 and max of every series.
-void draw_legend(std::string& s, const Frame& f, std::span<const SvgSeries> series,
-                 const std::vector<Curve>& curves) {
-  s += "<g class=\"legend\">\n";
-  double x = f.left;
-  const double y = f.top + f.height + 66;
+// Under the x axis: colour, name, count, p50 and max of every series, in as many rows as the
+// width needs.
+struct LegendEntry {
+  std::string text;
+  double x = 0, y = 0;  // relative to the legend's origin
+};
+
+std::vector<LegendEntry> layout_legend(std::span<const SvgSeries> series, const std::vector<Curve>& curves,
+                                       double width) {
+  std::vector<LegendEntry> out;
+  double x = 0, y = 0;
   for (std::size_t i = 0; i < series.size(); ++i) {
     const Summary& m = curves[i].summary;
-    const std::string text =
-        series[i].name + (m.count == 0 ? std::string(" (no samples)")
-                                       : "  n=" + grouped(m.count) + ", p50 " + duration(m.p50_ns) +
-                                             ", max " + duration(m.max_ns));
+    LegendEntry e;
+    e.text = series[i].name + (m.count == 0 ? std::string(" (no samples)")
+                                            : "  n=" + grouped(m.count) + ", p50 " + duration(m.p50_ns) +
+                                                  ", max " + duration(m.max_ns));
+    const double w = 30 + kCharWidth * static_cast<double>(e.text.size()) + 24;
+    if (x > 0 && x + w > width) {
+      x = 0;
+      y += 18;
+    }
+    e.x = x;
+    e.y = y;
+    x += w;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+void draw_legend(std::string& s, double left, double top, const std::vector<LegendEntry>& entries) {
+  s += "<g class=\"legend\">\n";
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const double x = left + entries[i].x;
+    const double y = top + entries[i].y;
     const std::string color = kColors[i % kColors.size()];
     s += "<line x1=\"" + n1(x) + "\" y1=\"" + n1(y - 4) + "\" x2=\"" + n1(x + 24) + "\" y2=\"" + n1(y - 4) +
          "\" stroke=\"" + color + "\" stroke-width=\"" + (i == 0 ? "2.5" : "1.5") + "\"/>";
-    s += "<text x=\"" + n1(x + 30) + "\" y=\"" + n1(y) + "\">" + escape(text) + "</text>\n";
-    x += 30 + kCharWidth * static_cast<double>(text.size()) + 24;
+    s += "<text x=\"" + n1(x + 30) + "\" y=\"" + n1(y) + "\">" + escape(entries[i].text) + "</text>\n";
   }
   s += "</g>\n";
 }
@@ -232,8 +266,7 @@ std::string format_svg(std::span<const SvgSeries> series, const SvgOptions& o) {
   f.nines = std::clamp(
       static_cast<int>(std::ceil(std::log10(static_cast<double>(std::max<std::uint64_t>(max_count, 1))))),
       5, 9);
-  f.width = o.width - f.left - 30;
-  f.height = o.height - f.top - 90;
+  f.width = o.width - f.left - 45;  // room for half of the last x label
 
   // Sample every series on the nines axis; the y axis spans whole decades around them all.
   std::vector<Curve> curves(series.size());
@@ -254,6 +287,9 @@ std::string format_svg(std::span<const SvgSeries> series, const SvgOptions& o) {
     lo = lo == 0.0 ? first_positive : std::min(lo, first_positive);
     hi = std::max(hi, cap);
   }
+  const std::vector<LegendEntry> legend = layout_legend(series, curves, o.width - f.left - 10);
+  f.height = o.height - f.top - 90 - legend.back().y;
+  if (f.height < 100) throw Error(Errc::invalid_argument, "svg report: too many series for the height");
   if (hi > 0.0) {
     f.y_lo = std::floor(std::log10(lo));
     f.y_hi = std::max(f.y_lo + 1.0, std::ceil(std::log10(hi) - 1e-9));
@@ -284,7 +320,7 @@ std::string format_svg(std::span<const SvgSeries> series, const SvgOptions& o) {
     draw_series(s, f, series[i].name, curves[i], kColors[i % kColors.size()], i == 0);
   }
   if (main.count != 0) draw_markers(s, f, curves[0], kColors[0]);
-  draw_legend(s, f, series, curves);
+  draw_legend(s, f.left, f.top + f.height + 66, legend);
   s += "</svg>\n";
   return s;
 }
