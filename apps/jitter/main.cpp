@@ -414,11 +414,15 @@ int run(int argc, char** argv) {
   if (!o.json.empty()) write_text_file(o.json, jitter::report_json(rec, info).dump(2) + "\n");
   if (!o.hgrm.empty()) write_text_file(o.hgrm, format_hgrm(rec.latency()));
   if (!o.svg.empty()) {
+    const bool rtt = o.mode == jitter::Mode::pingpong;
     SvgOptions so;
-    const char* what = o.mode == jitter::Mode::pingpong ? "RTT/2" : "one-way latency";
-    so.title = std::string("tickrail ") + what + " by percentile (" + info.transport + ")";
-    so.y_label = what;
-    const SvgSeries series[] = {{what, &rec.latency()}};
+    so.title = std::string("tickrail-jitter: ") + (rtt ? "RTT/2 (half a round trip)" : "ONE-WAY latency") +
+               " by percentile, " + info.transport + " '" + info.channel + "'";
+    so.y_label = rtt ? "RTT/2" : "one-way latency";
+    so.clock = info.clock;
+    const SvgSeries series[] = {{so.y_label, &rec.latency()},
+                                {rtt ? "inter-arrival (between echoes)" : "inter-arrival", &rec.interarrival()},
+                                {"poll gap", &rec.poll_gap()}};
     write_text_file(o.svg, format_svg(series, so));
   }
   return info.ended == "evicted" ? 1 : 0;

@@ -58,9 +58,15 @@ void write_hgrm(std::ostream& out, const Histogram& h, double value_unit_scaling
 [[nodiscard]] std::string format_hgrm(const Histogram& h, double value_unit_scaling_ratio = 1.0,
                                       int ticks_per_half_distance = 5);
 
-// (d) Self-contained SVG: latency (y) by percentile on a "nines" x axis (0%, 50%, 90%, 99%,
-// 99.9%, ... as far as the largest series has samples for), one step line per named series,
-// a legend, labelled axes. Each series is a <g class="series" data-name="..."> element.
+// (d) Self-contained SVG in HdrHistogram's percentile-distribution style: latency (y, log scale,
+// ticks in ns/us/ms/s) by percentile on a "nines" x axis (0%, 90%, 99%, 99.9%, ... as far as
+// the largest series has samples for). One step line per named series, in its own colour, and
+// a legend with each series' sample count, p50 and max. The first series is the one reported:
+// it gets markers labelled with its p50, p99, p99.9, p99.99 and max. Under the title: its
+// sample count, the host, the clock and the date (UTC).
+// Structure, for tools and tests: each series is a <g class="series" data-name="...">, each
+// marker a <g class="marker" data-label="p99.9" data-ns="...">, each y tick a
+// <g class="y-tick" data-ns="..."> whose line sits at data-y.
 struct SvgSeries {
   std::string name;
   const Histogram* histogram;  // values in ns; must outlive the call
@@ -68,16 +74,20 @@ struct SvgSeries {
 struct SvgOptions {
   std::string title = "Latency by percentile";
   std::string y_label = "latency";
-  double value_unit_scaling_ratio = 1000.0;  // plotted value = ns / ratio
-  std::string value_unit = "us";             // the unit after scaling, shown on the y axis
-  int width = 900;
-  int height = 520;
-  bool log_y = false;
+  std::string host;   // empty: this host's name
+  std::string clock;  // e.g. Clock::describe(); empty: not shown
+  std::string when;   // empty: the time of the call, "YYYY-MM-DD hh:mm:ss UTC"
+  int width = 1000;
+  int height = 600;
 };
 [[nodiscard]] std::string format_svg(std::span<const SvgSeries> series,
                                      const SvgOptions& options = {});
 
 // Writes text to a file (replacing it). Throws Error naming the path.
 void write_text_file(const std::string& path, std::string_view text);
+// Writes text to `path` through a temporary file in the same directory (<path>.tmp.<pid>) and a
+// rename, so a reader polling the path (node exporter's textfile collector) sees the old file
+// or the new one, never half of one. The temporary is removed when a step fails. Throws Error.
+void write_text_file_atomically(const std::string& path, std::string_view text);
 
 }  // namespace tickrail

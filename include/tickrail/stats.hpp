@@ -394,5 +394,10 @@ struct ScanOptions {
 [[nodiscard]] std::string format_text(std::span<const ProcessSnapshot> now,
                                       std::span<const ProcessSnapshot> before = {},
                                       double seconds = 0);
+// Prometheus text exposition format (0.0.4, what node exporter's textfile collector reads):
+// every counter of every endpoint, labelled pid, program, role, transport, channel and endpoint
+// (its block index); a publisher's subscribers add slot, subscriber_pid, peer and policy.
+// Counters that only grow are `counter`s named *_total; positions, lags and states are gauges.
+[[nodiscard]] std::string format_prometheus(std::span<const ProcessSnapshot> ps);
 
 }  // namespace tickrail::stats

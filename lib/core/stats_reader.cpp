@@ -376,6 +376,201 @@ std::string format_json(std::span<const ProcessSnapshot> ps, int indent) {
   return all.dump(indent);
 }
 
+namespace {
+
+// Text read from shared memory may hold anything. For a terminal or a scraper: control
+// characters (a channel name could carry terminal escape codes) and bytes that are not valid
+// UTF-8 become '?'; newlines stay when `keep_newlines`.
+std::string printable(std::string_view in, bool keep_newlines) {
+  std::string out;
+  out.reserve(in.size());
+  for (std::size_t i = 0; i < in.size();) {
+    const auto c = static_cast<unsigned char>(in[i]);
+    if (c < 0x80) {
+      out += (c >= 0x20 && c != 0x7f) || (c == '\n' && keep_newlines) ? static_cast<char>(c) : '?';
+      ++i;
+      continue;
+    }
+    const std::size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    bool ok = len != 0 && i + len <= in.size();
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(in[i + k]) & 0xc0) == 0x80;
+    if (ok) {
+      out.append(in.substr(i, len));
+      i += len;
+    } else {
+      out += '?';
+      ++i;
+    }
+  }
+  return out;
+}
+
+// Prometheus text exposition format 0.0.4 (what node exporter's textfile collector parses).
+// A label value escapes backslash, double quote and newline; HELP text backslash and newline.
+std::string prom_escape(std::string_view v, bool quote) {
+  std::string out;
+  for (const char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '"' && quote) {
+      out += "\\\"";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+std::string prom_labels(const Labels& labels) {
+  std::string s = "{";
+  for (const auto& [k, v] : labels) {
+    if (s.size() > 1) s += ',';
+    s += k + "=\"" + prom_escape(printable(v, true), true) + "\"";
+  }
+  return s + "}";
+}
+
+// Metric families in first-use order, each with all its samples: the format wants a family's
+// samples together, after its HELP and TYPE lines.
+class Exposition {
+ public:
+  void add(const std::string& name, const char* type, const std::string& help, const Labels& labels,
+           const std::string& value) {
+    auto it = std::find_if(families_.begin(), families_.end(),
+                           [&](const Family& f) { return f.name == name; });
+    if (it == families_.end()) {
+      families_.push_back({name, type, help, {}});
+      it = std::prev(families_.end());
+    }
+    it->samples += name + prom_labels(labels) + " " + value + "\n";
+  }
+  void add(const std::string& name, const char* type, const std::string& help, const Labels& labels,
+           std::uint64_t value) {
+    add(name, type, help, labels, std::to_string(value));
+  }
+  [[nodiscard]] std::string text() const {
+    std::string s;
+    for (const Family& f : families_) {
+      s += "# HELP " + f.name + " " + prom_escape(f.help, false) + "\n# TYPE " + f.name + " " + f.type +
+           "\n" + f.samples;
+    }
+    return s;
+  }
+
+ private:
+  struct Family {
+    std::string name;
+    const char* type;
+    std::string help;
+    std::string samples;
+  };
+  std::vector<Family> families_;
+};
+
+std::string prom_double(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+struct CounterHelp {
+  const char* type;
+  const char* help;
+};
+
+// What each counter means, and whether it only grows (counter) or goes up and down (gauge).
+CounterHelp counter_help(BlockKind kind, std::uint32_t i) {
+  if (kind == BlockKind::publisher) {
+    switch (static_cast<PubCounter>(i)) {
+      case PubCounter::published: return {"counter", "Ticks sequenced by the publisher."};
+      case PubCounter::back_pressured: return {"counter", "Publish calls that could not deliver every tick (a full subscriber ring held the publisher back)."};
+      case PubCounter::unheard: return {"counter", "Ticks sequenced while no subscriber was attached."};
+      case PubCounter::evictions: return {"counter", "Subscribers evicted by the disconnect slow-consumer policy."};
+      case PubCounter::reclaimed: return {"counter", "Slots of dead subscribers reclaimed."};
+      case PubCounter::completion_errors: return {"counter", "RDMA work completions with an error status."};
+      case PubCounter::count_: break;
+    }
+  } else {
+    switch (static_cast<SubCounter>(i)) {
+      case SubCounter::received: return {"counter", "Ticks delivered to the subscriber's handler."};
+      case SubCounter::lost: return {"counter", "Ticks lost for good (lapped by the publisher, unrecoverable gaps)."};
+      case SubCounter::laps: return {"counter", "Times the publisher lapped the subscriber."};
+      case SubCounter::position: return {"gauge", "Next sequence number the subscriber expects."};
+      case SubCounter::gaps: return {"counter", "Sequence gaps detected (ud)."};
+      case SubCounter::recovered: return {"counter", "Ticks recovered after a gap (ud)."};
+      case SubCounter::foreign: return {"counter", "Datagrams from another channel or session (ud)."};
+      case SubCounter::malformed: return {"counter", "Datagrams that did not decode (ud)."};
+      case SubCounter::completion_errors: return {"counter", "RDMA work completions with an error status."};
+      case SubCounter::max_poll_gap_cycles: return {"gauge", "Longest interval between two polls, in TSC cycles."};
+      case SubCounter::count_: break;
+    }
+  }
+  return {"gauge", "tickrail counter."};
+}
+
+void endpoint_metrics(Exposition& e, const ProcessSnapshot& p, const BlockSnapshot& b) {
+  const std::string role = to_string(b.kind);
+  const Labels base = {{"pid", std::to_string(p.pid)}, {"program", p.program},
+                       {"role", role},                 {"transport", b.transport},
+                       {"channel", b.label},           {"endpoint", std::to_string(b.index)}};
+  for (std::uint32_t i = 0; i < counter_count(b.kind); ++i) {
+    const CounterHelp h = counter_help(b.kind, i);
+    std::string name = "tickrail_" + role + "_" + counter_name(b.kind, i);
+    if (std::string_view(h.type) == "counter") name += "_total";
+    e.add(name, h.type, h.help, base, b.counters[i]);
+  }
+  if (b.kind == BlockKind::subscriber && p.ns_per_cycle > 0) {
+    e.add("tickrail_subscriber_max_poll_gap_seconds", "gauge",
+          "Longest interval between two polls of the subscriber's loop.", base,
+          prom_double(p.cycles_to_ns(b.get(SubCounter::max_poll_gap_cycles)) / 1e9));
+  }
+  for (std::uint32_t s = 0; s <= static_cast<std::uint32_t>(EndpointState::closed); ++s) {
+    Labels l = base;
+    l.emplace_back("state", to_string(static_cast<EndpointState>(s)));
+    e.add("tickrail_endpoint_state", "gauge", "1 for the endpoint's current state, 0 for the others.", l,
+          static_cast<std::uint32_t>(b.state) == s ? 1 : 0);
+  }
+  if (b.kind != BlockKind::publisher) return;
+  e.add("tickrail_publisher_subscribers", "gauge", "Subscribers attached to the publisher.", base,
+        b.rows.size());
+  for (const RowSnapshot& r : b.rows) {
+    Labels l = base;
+    l.emplace_back("slot", std::to_string(r.slot));
+    l.emplace_back("subscriber_pid", std::to_string(r.pid));
+    l.emplace_back("peer", r.peer);
+    l.emplace_back("policy", r.policy);
+    e.add("tickrail_publisher_subscriber_position", "gauge",
+          "Next sequence number the subscriber expects (its credit), as the publisher sees it.", l, r.position);
+    e.add("tickrail_publisher_subscriber_lag", "gauge", "Ticks published that the subscriber has not consumed.",
+          l, r.lag);
+    e.add("tickrail_publisher_subscriber_back_pressure_total", "counter",
+          "Times the subscriber's full ring held the publisher back.", l, r.back_pressure);
+    l.emplace_back("state", r.state);
+    e.add("tickrail_publisher_subscriber_info", "gauge", "The subscriber's state, as a label; always 1.", l, 1);
+  }
+}
+
+}  // namespace
+
+std::string format_prometheus(std::span<const ProcessSnapshot> ps) {
+  Exposition e;
+  for (const ProcessSnapshot& p : ps) {
+    const Labels proc = {{"pid", std::to_string(p.pid)}, {"program", p.program}};
+    e.add("tickrail_process_up", "gauge",
+          "1 while the process that owns the counters file lives, 0 once it is dead or unreadable.", proc,
+          p.status == ProcessStatus::alive ? 1 : 0);
+    e.add("tickrail_process_counters_start_time_seconds", "gauge",
+          "When the process created its counters file (Unix time).", proc,
+          prom_double(static_cast<double>(p.created_ns) / 1e9));
+    for (const BlockSnapshot& b : p.blocks) endpoint_metrics(e, p, b);
+  }
+  return e.text();
+}
+
 std::string format_text(std::span<const ProcessSnapshot> now, std::span<const ProcessSnapshot> before,
                         double seconds) {
   std::ostringstream o;
@@ -447,7 +642,7 @@ std::string format_text(std::span<const ProcessSnapshot> now, std::span<const Pr
       }
     }
   }
-  return o.str();
+  return printable(o.str(), true);
 }
 
 }  // namespace tickrail::stats

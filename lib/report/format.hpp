@@ -80,6 +80,29 @@ inline std::string integer(std::uint64_t v, int width = 0) {
   return s;
 }
 
+// A duration given in ns, in the largest unit (ns, us, ms, s) that keeps it >= 1, to three
+// significant digits: "812 ns", "1.95 us", "12.3 ms", "98.8 s". Whole ns are never shown with
+// decimals: the histogram's resolution is one ns.
+inline std::string duration(double ns) {
+  static constexpr const char* kUnits[] = {"ns", "us", "ms", "s"};
+  if (!(ns > 0.0)) return "0 ns";
+  double v = ns;
+  int u = 0;
+  while (u < 3 && v >= 999.5) {
+    v /= 1000.0;
+    ++u;
+  }
+  const int decimals = u == 0 || v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2;
+  return fixed(v, decimals) + " " + kUnits[u];
+}
+
+// Unsigned integer with thousands separators: 2,000,000.
+inline std::string grouped(std::uint64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
+  return s;
+}
+
 inline std::string pad_left(const std::string& s, std::size_t width) {
   return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
 }

@@ -1,6 +1,10 @@
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <ctime>
+#include <limits>
 
 #include "format.hpp"
 #include "tickrail/error.hpp"
@@ -9,11 +13,16 @@
 namespace tickrail {
 namespace {
 
+using report_detail::duration;
 using report_detail::fixed;
+using report_detail::grouped;
 
-constexpr std::array<const char*, 8> kColors = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
-                                                "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+// The reported series first (blue), then orange and green: told apart in print and by most
+// colour-blind readers.
+constexpr std::array<const char*, 6> kColors = {"#1f77b4", "#ff7f0e", "#2ca02c",
+                                                "#d62728", "#9467bd", "#8c564b"};
 constexpr int kSamplesPerNine = 120;  // x resolution of each step line
+constexpr double kCharWidth = 6.6;    // average width of a 12 px sans-serif character
 
 std::string escape(std::string_view s) {
   std::string out;
@@ -41,42 +50,210 @@ std::string nines_label(double nines) {
   return fixed(p, decimals) + "%";
 }
 
-// A round step (1, 2 or 5 times a power of ten) giving about `target` intervals over span.
-double nice_step(double span, int target) {
-  const double raw = span / target;
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  const double f = raw / mag;
-  return (f <= 1.0 ? 1.0 : f <= 2.0 ? 2.0 : f <= 5.0 ? 5.0 : 10.0) * mag;
+// Position of percentile p (0..100) on the nines axis.
+double nines_of(double p) { return p >= 100.0 ? std::numeric_limits<double>::infinity() : -std::log10(1.0 - p / 100.0); }
+
+std::string n1(double v) { return fixed(v, 1); }
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown host";
+  return buf;
 }
 
-// Tick label with as many decimals as the step needs: 0, 20, 40 or 0.5, 1.0, 1.5.
-std::string tick_label(double v, double step) {
-  const int decimals = std::max(0, -static_cast<int>(std::floor(std::log10(step) + 1e-9)));
-  return fixed(v, decimals);
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  char buf[32] = {};
+  if (::gmtime_r(&t, &tm) == nullptr || std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0) {
+    return "unknown time";
+  }
+  return buf;
 }
 
-// Shortest text of a power of ten: 0.01, 1, 1000.
-std::string decade_label(int exponent) {
-  return exponent >= 0 ? fixed(std::pow(10.0, exponent), 0) : fixed(std::pow(10.0, exponent), -exponent);
+struct Curve {
+  std::vector<std::pair<double, double>> points;  // (nines, ns)
+  Summary summary;
+};
+
+// Geometry of the drawing: the plot rectangle and its two scales.
+struct Frame {
+  double left = 80, top = 74, width = 0, height = 0;
+  int nines = 5;
+  double y_lo = 0, y_hi = 3;  // log10(ns) of the axis ends, whole decades
+
+  [[nodiscard]] double x(double nines_value) const {
+    return left + width * std::min(nines_value, static_cast<double>(nines)) / nines;
+  }
+  [[nodiscard]] double y(double ns) const {
+    const double l = ns > 0.0 ? std::clamp(std::log10(ns), y_lo, y_hi) : y_lo;
+    return top + height * (1.0 - (l - y_lo) / (y_hi - y_lo));
+  }
+};
+
+// A label on a white box, so it stays readable over grid lines and other series.
+void boxed_text(std::string& s, double x, double y, const std::string& text, const char* anchor,
+                const std::string& color, const std::string& attrs = {}) {
+  const double w = kCharWidth * static_cast<double>(text.size()) + 6;
+  const double x0 = std::string_view(anchor) == "end" ? x - w + 3 : x - 3;
+  s += "<rect x=\"" + n1(x0) + "\" y=\"" + n1(y - 12) + "\" width=\"" + n1(w) +
+       "\" height=\"16\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"none\"/>";
+  s += "<text x=\"" + n1(x) + "\" y=\"" + n1(y) + "\" text-anchor=\"" + anchor + "\" fill=\"" + color +
+       "\"" + attrs + ">" + escape(text) + "</text>";
 }
 
-// About three significant digits.
-std::string number_label(double v) {
-  if (v == 0.0) return "0";
-  const double a = std::fabs(v);
-  if (a >= 100.0) return fixed(v, 0);
-  if (a >= 10.0) return fixed(v, 1);
-  if (a >= 1.0) return fixed(v, 2);
-  return fixed(v, 3);
+// A tick's value (1, 2 or 5 times a power of ten ns) in the largest unit it is whole in:
+// "500 ns", "1 us", "20 ms".
+std::string tick_label(double ns) {
+  static constexpr const char* kUnits[] = {"ns", "us", "ms", "s"};
+  int u = 0;
+  while (u < 3 && ns >= 999.5) {
+    ns /= 1000.0;
+    ++u;
+  }
+  return fixed(ns, 0) + " " + kUnits[u];
+}
+
+void x_axis(std::string& s, const Frame& f) {
+  s += "<g class=\"x-axis\">\n";
+  std::vector<double> ticks = {0.0, std::log10(2.0)};
+  for (int k = 1; k <= f.nines; ++k) ticks.push_back(k);
+  for (const double t : ticks) {
+    s += "<line x1=\"" + n1(f.x(t)) + "\" y1=\"" + n1(f.top) + "\" x2=\"" + n1(f.x(t)) + "\" y2=\"" +
+         n1(f.top + f.height) + "\" stroke=\"#d9d9d9\"/>";
+    s += "<text x=\"" + n1(f.x(t)) + "\" y=\"" + n1(f.top + f.height + 18) + "\" text-anchor=\"middle\">" +
+         nines_label(t) + "</text>\n";
+  }
+  s += "<text x=\"" + n1(f.left + f.width / 2) + "\" y=\"" + n1(f.top + f.height + 40) +
+       "\" text-anchor=\"middle\">percentile (log scale of 1/(1 - percentile))</text>\n</g>\n";
+}
+
+void y_axis(std::string& s, const Frame& f, const std::string& label) {
+  s += "<g class=\"y-axis\">\n";
+  const int decades = static_cast<int>(std::lround(f.y_hi - f.y_lo));
+  for (int e = static_cast<int>(std::lround(f.y_lo)); e <= static_cast<int>(std::lround(f.y_hi)); ++e) {
+    for (const int m : {1, 2, 5}) {
+      const double ns = m * std::pow(10.0, e);
+      if (std::log10(ns) > f.y_hi + 1e-9) break;
+      // Every decade is labelled; 2 and 5 too when the axis spans few decades.
+      const bool labelled = m == 1 || decades <= 3;
+      const double y = f.y(ns);
+      s += "<g class=\"y-tick\" data-ns=\"" + fixed(ns, 0) + "\" data-y=\"" + n1(y) + "\">";
+      s += "<line x1=\"" + n1(f.left) + "\" y1=\"" + n1(y) + "\" x2=\"" + n1(f.left + f.width) + "\" y2=\"" +
+           n1(y) + "\" stroke=\"" + (m == 1 ? "#bdbdbd" : "#ececec") + "\"/>";
+      if (labelled) {
+        s += "<text x=\"" + n1(f.left - 8) + "\" y=\"" + n1(y + 4) + "\" text-anchor=\"end\"" +
+             (m == 1 ? "" : " fill=\"#666666\"") + ">" + tick_label(ns) + "</text>";
+      }
+      s += "</g>\n";
+    }
+  }
+  const double mid = f.top + f.height / 2;
+  s += "<text x=\"18\" y=\"" + n1(mid) + "\" text-anchor=\"middle\" transform=\"rotate(-90 18 " + n1(mid) +
+       ")\">" + escape(label) + " (log scale)</text>\n</g>\n";
+}
+
+void draw_series(std::string& s, const Frame& f, const std::string& name, const Curve& c,
+                 const std::string& color, bool main) {
+  s += "<g class=\"series\" data-name=\"" + escape(name) + "\" data-count=\"" +
+       std::to_string(c.summary.count) + "\" stroke=\"" + color + "\" fill=\"none\" stroke-width=\"" +
+       (main ? "2.5" : "1.5") + "\">\n";
+  if (!c.points.empty()) {
+    s += "<polyline points=\"";
+    double prev_y = 0;
+    for (std::size_t k = 0; k < c.points.size(); ++k) {
+      const double px = f.x(c.points[k].first);
+      const double py = f.y(c.points[k].second);
+      if (k > 0 && py != prev_y) s += n1(px) + "," + n1(prev_y) + " ";  // vertical step
+      s += n1(px) + "," + n1(py) + " ";
+      prev_y = py;
+    }
+    s.back() = '"';
+    s += "/>\n";
+  }
+  s += "</g>\n";
+}
+
+// Markers of the reported series: each a dot on its line and a label with the value. A label
+// goes below and right of its dot, where a rising line never is; max, at the right edge, goes
+// above and left.
+void draw_markers(std::string& s, const Frame& f, const Curve& c, const std::string& color) {
+  const Summary& m = c.summary;
+  const struct {
+    const char* label;
+    double percentile;
+    double ns;
+  } marks[] = {{"p50", 50.0, m.p50_ns},    {"p99", 99.0, m.p99_ns}, {"p99.9", 99.9, m.p999_ns},
+               {"p99.99", 99.99, m.p9999_ns}, {"max", 100.0, m.max_ns}};
+  s += "<g class=\"markers\" font-size=\"12\">\n";
+  for (const auto& k : marks) {
+    if (k.percentile < 100.0 && nines_of(k.percentile) > f.nines - 0.25) continue;  // crowds max
+    const double x = f.x(nines_of(k.percentile));
+    const double y = f.y(k.ns);
+    const std::string text = std::string(k.label) + " " + duration(k.ns);
+    s += "<g class=\"marker\" data-label=\"" + std::string(k.label) + "\" data-ns=\"" + fixed(k.ns, 0) +
+         "\"><circle cx=\"" + n1(x) + "\" cy=\"" + n1(y) + "\" r=\"4\" fill=\"" + color +
+         "\" stroke=\"white\"/>";
+    if (k.percentile >= 100.0) {
+      boxed_text(s, x - 6, y - 9, text, "end", color, " font-weight=\"bold\"");
+    } else {
+      boxed_text(s, x + 7, y + 17, text, "start", color, " font-weight=\"bold\"");
+    }
+    s += "</g>\n";
+  }
+  s += "</g>\n";
+}
+
+// Under the x axis: colour, name, count, p50 and max of every series, in as many rows as the
+// width needs.
+struct LegendEntry {
+  std::string text;
+  double x = 0, y = 0;  // relative to the legend's origin
+};
+
+std::vector<LegendEntry> layout_legend(std::span<const SvgSeries> series, const std::vector<Curve>& curves,
+                                       double width) {
+  std::vector<LegendEntry> out;
+  double x = 0, y = 0;
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const Summary& m = curves[i].summary;
+    LegendEntry e;
+    e.text = series[i].name + (m.count == 0 ? std::string(" (no samples)")
+                                            : "  n=" + grouped(m.count) + ", p50 " + duration(m.p50_ns) +
+                                                  ", max " + duration(m.max_ns));
+    const double w = 30 + kCharWidth * static_cast<double>(e.text.size()) + 24;
+    if (x > 0 && x + w > width) {
+      x = 0;
+      y += 18;
+    }
+    e.x = x;
+    e.y = y;
+    x += w;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+void draw_legend(std::string& s, double left, double top, const std::vector<LegendEntry>& entries) {
+  s += "<g class=\"legend\">\n";
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const double x = left + entries[i].x;
+    const double y = top + entries[i].y;
+    const std::string color = kColors[i % kColors.size()];
+    s += "<line x1=\"" + n1(x) + "\" y1=\"" + n1(y - 4) + "\" x2=\"" + n1(x + 24) + "\" y2=\"" + n1(y - 4) +
+         "\" stroke=\"" + color + "\" stroke-width=\"" + (i == 0 ? "2.5" : "1.5") + "\"/>";
+    s += "<text x=\"" + n1(x + 30) + "\" y=\"" + n1(y) + "\">" + escape(entries[i].text) + "</text>\n";
+  }
+  s += "</g>\n";
 }
 
 }  // namespace
 
 std::string format_svg(std::span<const SvgSeries> series, const SvgOptions& o) {
-  if (o.width < 200 || o.height < 150 || !(o.value_unit_scaling_ratio > 0.0)) {
-    throw Error(Errc::invalid_argument, "svg report: width >= 200, height >= 150 and a positive "
-                                        "value scaling ratio are required");
+  if (o.width < 400 || o.height < 300) {
+    throw Error(Errc::invalid_argument, "svg report: width >= 400 and height >= 300 are required");
   }
+  if (series.empty()) throw Error(Errc::invalid_argument, "svg report: no series to draw");
   std::uint64_t max_count = 0;
   for (const SvgSeries& s : series) {
     if (s.histogram == nullptr) {
@@ -84,142 +261,66 @@ std::string format_svg(std::span<const SvgSeries> series, const SvgOptions& o) {
     }
     max_count = std::max(max_count, s.histogram->count());
   }
+  Frame f;
   // As many nines as the largest series can resolve, at least 99.999%.
-  const int nines = std::clamp(
+  f.nines = std::clamp(
       static_cast<int>(std::ceil(std::log10(static_cast<double>(std::max<std::uint64_t>(max_count, 1))))),
       5, 9);
+  f.width = o.width - f.left - 45;  // room for half of the last x label
 
-  // Sample every series on the nines axis.
-  struct Curve {
-    std::vector<std::pair<double, double>> points;  // (nines, scaled value)
-    double max = 0;
-  };
+  // Sample every series on the nines axis; the y axis spans whole decades around them all.
   std::vector<Curve> curves(series.size());
-  double y_max = 0.0;
-  double y_min_positive = 0.0;
+  double lo = 0.0, hi = 0.0;
   for (std::size_t i = 0; i < series.size(); ++i) {
     const Histogram& h = *series[i].histogram;
-    if (h.empty()) continue;
     Curve& c = curves[i];
+    c.summary = summarize(h);
+    if (h.empty()) continue;
     const double cap = static_cast<double>(h.max());
-    const int samples = nines * kSamplesPerNine;
+    const int samples = f.nines * kSamplesPerNine;
     for (int k = 0; k <= samples; ++k) {
-      const double x = static_cast<double>(nines) * k / samples;
+      const double x = static_cast<double>(f.nines) * k / samples;
       const double p = 100.0 * (1.0 - std::pow(10.0, -x));
-      const double v =
-          std::min(static_cast<double>(h.value_at_percentile(p)), cap) / o.value_unit_scaling_ratio;
-      c.points.emplace_back(x, v);
+      c.points.emplace_back(x, std::min(static_cast<double>(h.value_at_percentile(p)), cap));
     }
-    c.max = cap / o.value_unit_scaling_ratio;
-    y_max = std::max(y_max, c.max);
-    const double lo = static_cast<double>(h.min()) / o.value_unit_scaling_ratio;
-    if (lo > 0.0 && (y_min_positive == 0.0 || lo < y_min_positive)) y_min_positive = lo;
+    const double first_positive = std::max(c.summary.min_ns, 1.0);
+    lo = lo == 0.0 ? first_positive : std::min(lo, first_positive);
+    hi = std::max(hi, cap);
+  }
+  const std::vector<LegendEntry> legend = layout_legend(series, curves, o.width - f.left - 10);
+  f.height = o.height - f.top - 90 - legend.back().y;
+  if (f.height < 100) throw Error(Errc::invalid_argument, "svg report: too many series for the height");
+  if (hi > 0.0) {
+    f.y_lo = std::floor(std::log10(lo));
+    f.y_hi = std::max(f.y_lo + 1.0, std::ceil(std::log10(hi) - 1e-9));
   }
 
-  // The legend sits right of the plot: make room for its longest label (~7 px a character).
-  std::vector<std::string> legend(series.size());
-  std::size_t longest = 0;
-  for (std::size_t i = 0; i < series.size(); ++i) {
-    legend[i] = series[i].name + (curves[i].points.empty()
-                                      ? std::string(" (no samples)")
-                                      : " (max " + number_label(curves[i].max) + " " + o.value_unit + ")");
-    longest = std::max(longest, legend[i].size());
-  }
-  const double left = 90, top = 56, bottom = 66;
-  const double right = std::min(60.0 + 7.0 * static_cast<double>(longest), o.width / 2.0);
-  const double pw = o.width - left - right;
-  const double ph = o.height - top - bottom;
-
-  // y scale: linear from 0, or log over whole decades.
-  const bool log_y = o.log_y && y_min_positive > 0.0;
-  double y_lo = 0.0, y_hi = 1.0, y_step = 0.2;
-  if (log_y) {
-    y_lo = std::floor(std::log10(y_min_positive));
-    y_hi = std::max(y_lo + 1.0, std::ceil(std::log10(y_max)));
-  } else if (y_max > 0.0) {
-    y_step = nice_step(y_max, 6);
-    y_hi = std::ceil(y_max / y_step) * y_step;
-  }
-  const auto sx = [&](double x) { return left + pw * x / nines; };
-  const auto sy = [&](double v) {
-    const double t = log_y ? (std::log10(std::max(v, std::pow(10.0, y_lo))) - y_lo) / (y_hi - y_lo)
-                           : (v - y_lo) / (y_hi - y_lo);
-    return top + ph * (1.0 - t);
-  };
-  const auto n1 = [](double v) { return fixed(v, 1); };
+  const Summary& main = curves[0].summary;
+  std::string sub = grouped(main.count) + " samples  |  host " + (o.host.empty() ? host_name() : o.host);
+  if (!o.clock.empty()) sub += "  |  clock " + o.clock;
+  sub += "  |  " + (o.when.empty() ? utc_now() : o.when);
 
   std::string s;
   s += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(o.width) +
-       "\" height=\"" + std::to_string(o.height) + "\" viewBox=\"0 0 " + std::to_string(o.width) +
-       " " + std::to_string(o.height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(o.width) + "\" height=\"" +
+       std::to_string(o.height) + "\" viewBox=\"0 0 " + std::to_string(o.width) + " " +
+       std::to_string(o.height) + "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n";
   s += "<title>" + escape(o.title) + "</title>\n";
-  s += "<rect x=\"0\" y=\"0\" width=\"" + std::to_string(o.width) + "\" height=\"" +
-       std::to_string(o.height) + "\" fill=\"white\"/>\n";
-  s += "<text x=\"" + n1(left + pw / 2) + "\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">" +
+  s += "<rect x=\"0\" y=\"0\" width=\"" + std::to_string(o.width) + "\" height=\"" + std::to_string(o.height) +
+       "\" fill=\"white\"/>\n";
+  s += "<text class=\"title\" x=\"" + n1(f.left) + "\" y=\"28\" font-size=\"17\" font-weight=\"bold\">" +
        escape(o.title) + "</text>\n";
-
-  // Grid and ticks.
-  s += "<g class=\"x-axis\" stroke=\"#dddddd\">\n";
-  std::vector<double> x_ticks = {0.0, std::log10(2.0)};
-  for (int k = 1; k <= nines; ++k) x_ticks.push_back(k);
-  for (const double x : x_ticks) {
-    s += "<line x1=\"" + n1(sx(x)) + "\" y1=\"" + n1(top) + "\" x2=\"" + n1(sx(x)) + "\" y2=\"" +
-         n1(top + ph) + "\"/>\n";
-    if (x == 0.0) continue;  // "0%" would crowd "50%": the left edge speaks for itself
-    s += "<text x=\"" + n1(sx(x)) + "\" y=\"" + n1(top + ph + 18) +
-         "\" text-anchor=\"middle\" stroke=\"none\" fill=\"black\">" + nines_label(x) + "</text>\n";
+  s += "<text class=\"subtitle\" x=\"" + n1(f.left) + "\" y=\"50\" fill=\"#444444\">" + escape(sub) + "</text>\n";
+  y_axis(s, f, o.y_label);
+  x_axis(s, f);
+  s += "<rect x=\"" + n1(f.left) + "\" y=\"" + n1(f.top) + "\" width=\"" + n1(f.width) + "\" height=\"" +
+       n1(f.height) + "\" fill=\"none\" stroke=\"#333333\"/>\n";
+  // Later series first, so the reported one is drawn on top.
+  for (std::size_t i = series.size(); i-- > 0;) {
+    draw_series(s, f, series[i].name, curves[i], kColors[i % kColors.size()], i == 0);
   }
-  s += "</g>\n<g class=\"y-axis\" stroke=\"#dddddd\">\n";
-  const auto y_tick = [&](double v, const std::string& label) {
-    s += "<line x1=\"" + n1(left) + "\" y1=\"" + n1(sy(v)) + "\" x2=\"" + n1(left + pw) +
-         "\" y2=\"" + n1(sy(v)) + "\"/>\n";
-    s += "<text x=\"" + n1(left - 8) + "\" y=\"" + n1(sy(v) + 4) +
-         "\" text-anchor=\"end\" stroke=\"none\" fill=\"black\">" + label + "</text>\n";
-  };
-  if (log_y) {
-    for (double e = y_lo; e <= y_hi + 1e-9; e += 1.0) {
-      y_tick(std::pow(10.0, e), decade_label(static_cast<int>(std::lround(e))));
-    }
-  } else {
-    for (int k = 0; k * y_step <= y_hi + y_step * 1e-6; ++k) y_tick(k * y_step, tick_label(k * y_step, y_step));
-  }
-  s += "</g>\n";
-  s += "<rect x=\"" + n1(left) + "\" y=\"" + n1(top) + "\" width=\"" + n1(pw) + "\" height=\"" +
-       n1(ph) + "\" fill=\"none\" stroke=\"black\"/>\n";
-  s += "<text x=\"" + n1(left + pw / 2) + "\" y=\"" + n1(o.height - 18.0) +
-       "\" text-anchor=\"middle\">percentile</text>\n";
-  s += "<text x=\"20\" y=\"" + n1(top + ph / 2) + "\" text-anchor=\"middle\" transform=\"rotate(-90 20 " +
-       n1(top + ph / 2) + ")\">" + escape(o.y_label) + " (" + escape(o.value_unit) + ")</text>\n";
-
-  // Series: step lines, a dot for each max at the right edge, and the legend.
-  for (std::size_t i = 0; i < series.size(); ++i) {
-    const std::string color = kColors[i % kColors.size()];
-    const Curve& c = curves[i];
-    s += "<g class=\"series\" data-name=\"" + escape(series[i].name) + "\" stroke=\"" + color +
-         "\" fill=\"none\" stroke-width=\"2\">\n";
-    if (!c.points.empty()) {
-      s += "<polyline points=\"";
-      double prev_y = 0;
-      for (std::size_t k = 0; k < c.points.size(); ++k) {
-        const double px = sx(c.points[k].first);
-        const double py = sy(c.points[k].second);
-        if (k > 0 && py != prev_y) s += n1(px) + "," + n1(prev_y) + " ";  // vertical step
-        s += n1(px) + "," + n1(py) + " ";
-        prev_y = py;
-      }
-      s.back() = '"';
-      s += "/>\n<circle cx=\"" + n1(sx(nines)) + "\" cy=\"" + n1(sy(c.max)) + "\" r=\"3\" fill=\"" +
-           color + "\"/>\n";
-    }
-    s += "</g>\n";
-    const double ly = top + 10 + 20.0 * static_cast<double>(i);
-    const double lx = left + pw + 16;
-    const std::string& label = legend[i];
-    s += "<g class=\"legend\"><line x1=\"" + n1(lx) + "\" y1=\"" + n1(ly) + "\" x2=\"" + n1(lx + 22) +
-         "\" y2=\"" + n1(ly) + "\" stroke=\"" + color + "\" stroke-width=\"2\"/><text x=\"" +
-         n1(lx + 28) + "\" y=\"" + n1(ly + 4) + "\">" + escape(label) + "</text></g>\n";
-  }
+  if (main.count != 0) draw_markers(s, f, curves[0], kColors[0]);
+  draw_legend(s, f.left, f.top + f.height + 66, legend);
   s += "</svg>\n";
   return s;
 }

@@ -17,9 +17,12 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "../docs_check.hpp"
 
 namespace {
 
@@ -81,6 +84,7 @@ struct Run {
   nlohmann::json replay, jitter;
   int replay_rc = 0, jitter_rc = 0;
   std::string replay_log, jitter_log;
+  std::string svg, hgrm;
 };
 
 Run replay_to_jitter(const std::string& tag, const std::vector<std::string>& replay_args) {
@@ -126,8 +130,10 @@ Run replay_to_jitter(const std::string& tag, const std::vector<std::string>& rep
   REQUIRE(run.jitter_rc == 0);
   run.replay = nlohmann::json::parse(slurp(base + "-replay.json"));
   run.jitter = nlohmann::json::parse(slurp(base + "-jitter.json"));
-  CHECK_THAT(slurp(base + ".hgrm"), Catch::Contains("Percentile"));
-  CHECK_THAT(slurp(base + ".svg"), Catch::Contains("<svg"));
+  run.hgrm = slurp(base + ".hgrm");
+  run.svg = slurp(base + ".svg");
+  CHECK_THAT(run.hgrm, Catch::Contains("Percentile"));
+  CHECK_THAT(run.svg, Catch::Contains("<svg"));
   for (const char* suffix :
        {"-jitter.json", "-replay.json", "-jitter.log", "-replay.log", ".hgrm", ".svg", ".toml"}) {
     std::error_code ec;
@@ -151,6 +157,23 @@ TEST_CASE("replayToJitterOverShmDeliversEveryTickAsFastAsPossible", "[e2e]") {
   CHECK(run.jitter["figure"] == "one-way");
   CHECK_THAT(run.jitter_log, Catch::Contains("ONE-WAY"));
   CHECK(run.replay["subscribers"].size() == 1);
+  // The plot names what it shows, draws the three series and marks the latency's percentiles.
+  CHECK_THAT(run.svg, Catch::Contains("ONE-WAY latency"));
+  CHECK_THAT(run.svg, Catch::Contains("200,000 samples  |  host "));
+  for (const char* part : {"data-name=\"one-way latency\"", "data-name=\"inter-arrival\"",
+                           "data-name=\"poll gap\"", "data-label=\"p50\"", "data-label=\"p99.99\"",
+                           "data-label=\"max\""}) {
+    CHECK_THAT(run.svg, Catch::Contains(part));
+  }
+  // Every .hgrm row starts with a blank, as plotters expect.
+  std::istringstream rows(run.hgrm);
+  for (std::string line; std::getline(rows, line);) {
+    if (!line.empty() && line[0] != '#') CHECK(line[0] == ' ');
+  }
+  // Every key of both reports is in docs/apps.md.
+  tickrail::test::require_json_documented(run.replay, "### JSON of tickrail-replay",
+                                          {"messages_by_type", "ticks_by_kind"});
+  tickrail::test::require_json_documented(run.jitter, "### JSON of tickrail-jitter");
 }
 
 TEST_CASE("replayToJitterOverShmAtAFixedRateWithTheBook", "[e2e]") {
@@ -161,6 +184,10 @@ TEST_CASE("replayToJitterOverShmAtAFixedRateWithTheBook", "[e2e]") {
   CHECK(run.jitter["count"] == published);
   CHECK(run.jitter["lost"] == 0);
   CHECK(run.jitter["ended"] == "publisher_gone");
+  REQUIRE(run.replay.contains("book"));
+  REQUIRE(run.replay.contains("lag"));
+  tickrail::test::require_json_documented(run.replay, "### JSON of tickrail-replay",
+                                          {"messages_by_type", "ticks_by_kind"});
 }
 
 // Ping-pong: the measuring end publishes pings, the echo end (a second tickrail-jitter) publishes
@@ -200,6 +227,7 @@ TEST_CASE("jitterPingPongReportsRttHalfWithEveryPingAnswered", "[e2e][pingpong]"
   CHECK(j["p50_ns"].get<double>() > 0);
   CHECK_THAT(ping_log, Catch::Contains("RTT/2 (ping-pong)"));
   CHECK_THAT(echo_log, Catch::Contains("pings echoed"));
+  tickrail::test::require_json_documented(j, "### JSON of tickrail-jitter");
   for (const char* suffix : {".json", "-ping.log", "-echo.log", ".toml"}) {
     std::error_code ec;
     std::filesystem::remove(base + suffix, ec);

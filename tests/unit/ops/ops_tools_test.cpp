@@ -10,8 +10,15 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <stdexcept>
+#include <vector>
 
+#include "../docs_check.hpp"
 #include "ops_test_util.hpp"
 #include "tickrail/publisher.hpp"
 #include "tickrail/stats.hpp"
@@ -47,6 +54,12 @@ Run run(const std::string& cmd) {
   const int st = ::pclose(p);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
 }
 
 const nlohmann::json* find_pid(const nlohmann::json& all, int pid) {
@@ -131,20 +144,27 @@ TEST_CASE("statJsonShowsTheCountersOfALivePair") {
     }
   }
 
-  // Text, once and refreshing: the top-like view redraws the screen each time.
+  // Every key of the JSON is in docs/apps.md.
+  require_json_documented(all, "### JSON of tickrail-stat");
+
+  // Text, once and refreshing. Into a pipe: plain snapshots, one per refresh, no escape codes.
   const Run once = run(tool("TICKRAIL_STAT_TOOL") + " --once --dir " + d.stat.path());
   CHECK(once.status == 0);
   CHECK(once.out.find("pid " + std::to_string(::getpid())) != std::string::npos);
   CHECK(once.out.find("publisher shm '" + ch + "' open") != std::string::npos);
   CHECK(once.out.find("received 10") != std::string::npos);
-  const Run top = run(tool("TICKRAIL_STAT_TOOL") + " --count 2 --interval 0.05 --dir " + d.stat.path());
+  const std::string refresh = tool("TICKRAIL_STAT_TOOL") + " --count 2 --interval 0.05 --dir " + d.stat.path();
+  const Run piped = run(refresh);
+  INFO(piped.out);
+  CHECK(piped.status == 0);
+  CHECK(piped.out.find('\033') == std::string::npos);
+  CHECK(count_of(piped.out, "tickrail-stat ") == 2);
+  CHECK(count_of(piped.out, "received 10") == 2);
+  // On a terminal (script(1) gives it one): the top-like view redraws the screen each time.
+  const Run top = run("script -qec '" + refresh + "' /dev/null");
+  INFO(top.out);
   CHECK(top.status == 0);
-  std::size_t clears = 0;
-  for (std::size_t at = top.out.find("\033[H\033[2J"); at != std::string::npos;
-       at = top.out.find("\033[H\033[2J", at + 1)) {
-    ++clears;
-  }
-  CHECK(clears == 2);
+  CHECK(count_of(top.out, "\033[H\033[2J") == 2);
 }
 
 TEST_CASE("statJsonMarksAKilledProcessDeadAndCleansUp") {
@@ -243,4 +263,275 @@ TEST_CASE("doctorExitsZeroWithoutFailuresAndOneWithThem") {
   const Run list = run(tool("TICKRAIL_DOCTOR_TOOL") + " --list");
   CHECK(list.status == 0);
   CHECK(list.out.find("memlock") != std::string::npos);
+}
+
+namespace {
+
+// A strict reader of the Prometheus text exposition format (0.0.4): fails the test on any line
+// node exporter's parser would reject, and on what the format forbids across lines (a family's
+// samples split, TYPE after a sample, a duplicate series, a counter not named *_total).
+struct PromSample {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  double value = 0;
+};
+struct PromText {
+  std::map<std::string, std::string> type, help;
+  std::vector<PromSample> samples;
+
+  [[nodiscard]] std::vector<const PromSample*> find(const std::string& name,
+                                                    const std::map<std::string, std::string>& with) const {
+    std::vector<const PromSample*> out;
+    for (const PromSample& s : samples) {
+      if (s.name != name) continue;
+      bool match = true;
+      for (const auto& [k, v] : with) match = match && s.labels.count(k) != 0 && s.labels.at(k) == v;
+      if (match) out.push_back(&s);
+    }
+    return out;
+  }
+};
+
+bool metric_name(const std::string& n) {
+  return std::regex_match(n, std::regex("[a-zA-Z_:][a-zA-Z0-9_:]*"));
+}
+
+PromText parse_prometheus(const std::string& text) {
+  PromText p;
+  REQUIRE(!text.empty());
+  REQUIRE(text.back() == '\n');
+  std::set<std::string> closed;  // families whose samples are over
+  std::set<std::string> series;
+  std::string current;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    INFO("line: " << line);
+    REQUIRE(!line.empty());
+    if (line.rfind("# HELP ", 0) == 0 || line.rfind("# TYPE ", 0) == 0) {
+      const std::string rest = line.substr(7);
+      const std::size_t sp = rest.find(' ');
+      REQUIRE(sp != std::string::npos);
+      const std::string name = rest.substr(0, sp);
+      const std::string arg = rest.substr(sp + 1);
+      REQUIRE(metric_name(name));
+      REQUIRE(closed.count(name) == 0);
+      REQUIRE(name != current);  // HELP and TYPE come before the family's samples
+      if (line[2] == 'H') {
+        REQUIRE(p.help.count(name) == 0);
+        for (std::size_t i = 0; i < arg.size(); ++i) {
+          if (arg[i] == '\\') REQUIRE((i + 1 < arg.size() && (arg[i + 1] == '\\' || arg[i + 1] == 'n')));
+          if (arg[i] == '\\') ++i;
+        }
+        p.help[name] = arg;
+      } else {
+        REQUIRE(p.type.count(name) == 0);
+        REQUIRE((arg == "counter" || arg == "gauge"));
+        if (arg == "counter") REQUIRE(name.size() > 6);
+        if (arg == "counter") REQUIRE(name.substr(name.size() - 6) == "_total");
+        p.type[name] = arg;
+      }
+      continue;
+    }
+    REQUIRE(line[0] != '#');
+    PromSample s;
+    std::size_t i = line.find_first_of("{ ");
+    REQUIRE(i != std::string::npos);
+    s.name = line.substr(0, i);
+    REQUIRE(metric_name(s.name));
+    REQUIRE(p.type.count(s.name) == 1);
+    REQUIRE(p.help.count(s.name) == 1);
+    if (line[i] == '{') {
+      ++i;
+      while (line.at(i) != '}') {
+        const std::size_t eq = line.find("=\"", i);
+        REQUIRE(eq != std::string::npos);
+        const std::string key = line.substr(i, eq - i);
+        REQUIRE(std::regex_match(key, std::regex("[a-zA-Z_][a-zA-Z0-9_]*")));
+        std::string value;
+        for (i = eq + 2; line.at(i) != '"'; ++i) {
+          if (line[i] == '\\') {
+            const char e = line.at(++i);
+            REQUIRE((e == '\\' || e == '"' || e == 'n'));
+            value += e == 'n' ? '\n' : e;
+          } else {
+            value += line[i];
+          }
+        }
+        REQUIRE(s.labels.emplace(key, value).second);
+        ++i;
+        if (line.at(i) == ',') ++i;
+      }
+      ++i;
+    }
+    REQUIRE(line.at(i) == ' ');
+    const std::string number = line.substr(i + 1);
+    std::size_t used = 0;
+    s.value = std::stod(number, &used);
+    REQUIRE(used == number.size());
+    if (s.name != current) {
+      if (!current.empty()) closed.insert(current);
+      REQUIRE(closed.count(s.name) == 0);
+      current = s.name;
+    }
+    std::string key = s.name;
+    for (const auto& [k, v] : s.labels) key += "|" + k + "=" + v;
+    REQUIRE(series.insert(key).second);
+    p.samples.push_back(std::move(s));
+  }
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("statPrometheusExposesEveryCounterWithItsLabels") {
+  Dirs d;
+  const std::string ch = "toolprom" + std::to_string(::getpid());
+  Publisher pub(pub_config(d, ch));
+  SubscriberConfig sc;
+  sc.channel = ch;
+  sc.shm_dir = d.shm.path();
+  Subscriber sub(sc);
+  REQUIRE(eventually([&] {
+    pub.service();
+    return pub.subscriber_count() == 1;
+  }));
+  REQUIRE(sub.wait_active(5s));
+  for (int i = 0; i < 7; ++i) REQUIRE(pub.publish(Tick{}).ok());
+  std::size_t got = 0;
+  REQUIRE(eventually([&] {
+    got += sub.poll([](const Tick&) {});
+    return got == 7;
+  }));
+  // The publisher's rows are refreshed by its stats thread: wait until they show the subscriber.
+  REQUIRE(eventually([&] {
+    const auto ps = stats::scan({d.stat.path(), false, "/"});
+    for (const auto& p : ps) {
+      for (const auto& b : p.blocks) {
+        if (b.kind == stats::BlockKind::publisher && b.rows.size() == 1 && b.rows[0].position == 8) return true;
+      }
+    }
+    return false;
+  }));
+
+  const Run r = run(tool("TICKRAIL_STAT_TOOL") + " --prometheus --dir " + d.stat.path());
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  const PromText p = parse_prometheus(r.out);
+  const std::string me = std::to_string(::getpid());
+  const std::map<std::string, std::string> pub_labels = {
+      {"pid", me}, {"role", "publisher"}, {"transport", "shm"}, {"channel", ch}};
+  const std::map<std::string, std::string> sub_labels = {
+      {"pid", me}, {"role", "subscriber"}, {"transport", "shm"}, {"channel", ch}};
+  const auto value = [&](const std::string& name, const std::map<std::string, std::string>& labels) {
+    const auto found = p.find(name, labels);
+    INFO(name);
+    REQUIRE(found.size() == 1);
+    CHECK(found[0]->labels.count("endpoint") == 1);
+    CHECK(found[0]->labels.count("program") == 1);
+    return found[0]->value;
+  };
+  CHECK(p.type.at("tickrail_publisher_published_total") == "counter");
+  CHECK(value("tickrail_publisher_published_total", pub_labels) == static_cast<double>(pub.counters().published));
+  CHECK(value("tickrail_subscriber_received_total", sub_labels) == 7);
+  CHECK(value("tickrail_subscriber_lost_total", sub_labels) == 0);
+  CHECK(p.type.at("tickrail_subscriber_position") == "gauge");
+  CHECK(value("tickrail_subscriber_position", sub_labels) == 8);
+  CHECK(value("tickrail_publisher_subscribers", pub_labels) == 1);
+  auto active = sub_labels;
+  active["state"] = "active";
+  CHECK(value("tickrail_endpoint_state", active) == 1);
+  auto evicted = sub_labels;
+  evicted["state"] = "evicted";
+  CHECK(value("tickrail_endpoint_state", evicted) == 0);
+  // The publisher's row of its subscriber (this process), with its policy.
+  auto row = pub_labels;
+  row["subscriber_pid"] = me;
+  row["slot"] = "0";
+  CHECK(value("tickrail_publisher_subscriber_position", row) == 8);
+  CHECK(value("tickrail_publisher_subscriber_lag", row) == 0);
+  CHECK(p.type.at("tickrail_publisher_subscriber_back_pressure_total") == "counter");
+  CHECK(p.find("tickrail_publisher_subscriber_back_pressure_total", row).size() == 1);
+  CHECK(p.find("tickrail_publisher_subscriber_lag", row)[0]->labels.count("policy") == 1);
+  CHECK(value("tickrail_process_up", {{"pid", me}}) == 1);
+  // Every counter of both kinds is there.
+  for (std::uint32_t i = 0; i < stats::counter_count(stats::BlockKind::publisher); ++i) {
+    const std::string n = stats::counter_name(stats::BlockKind::publisher, i);
+    CHECK(p.find("tickrail_publisher_" + n + "_total", pub_labels).size() == 1);
+  }
+  for (std::uint32_t i = 0; i < stats::counter_count(stats::BlockKind::subscriber); ++i) {
+    const std::string n = stats::counter_name(stats::BlockKind::subscriber, i);
+    CHECK(p.find("tickrail_subscriber_" + n, sub_labels).size() + p.find("tickrail_subscriber_" + n + "_total", sub_labels).size() == 1);
+  }
+  // Every metric is in docs/apps.md.
+  std::set<std::string> names;
+  for (const auto& [n, t] : p.type) names.insert(n);
+  const auto missing = undocumented(names, docs_section("### Prometheus metrics of tickrail-stat"));
+  std::string list;
+  for (const auto& n : missing) list += " " + n;
+  INFO("metrics missing from docs/apps.md:" << list);
+  CHECK(missing.empty());
+
+  // To a file, replaced atomically: the same format, no temporary left behind; rewritten every
+  // --interval while --count allows.
+  TempDir out("prom");
+  const std::string file = out / "tickrail.prom";
+  const Run w = run(tool("TICKRAIL_STAT_TOOL") + " --prometheus " + file + " --interval 0.05 --count 3 --dir " +
+                    d.stat.path());
+  INFO(w.out);
+  CHECK(w.status == 0);
+  CHECK(w.out.empty());
+  const PromText f = parse_prometheus(read_file(file));
+  CHECK(f.find("tickrail_subscriber_received_total", sub_labels).size() == 1);
+  std::size_t entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(out.path())) {
+    (void)e;
+    ++entries;
+  }
+  CHECK(entries == 1);
+
+  // promtool, when installed (Debian's prometheus package), agrees.
+  if (run("command -v promtool").status == 0) {
+    const Run lint = run("promtool check metrics < " + file);
+    INFO(lint.out);
+    CHECK(lint.status == 0);
+  }
+}
+
+TEST_CASE("statPrometheusEscapesLabelValuesReadFromTheCountersFile") {
+  stats::ProcessSnapshot proc;
+  proc.pid = 42;
+  proc.program = "app \"quoted\"";
+  proc.status = stats::ProcessStatus::dead;
+  stats::BlockSnapshot b;
+  b.kind = stats::BlockKind::subscriber;
+  b.transport = "shm";
+  b.label = std::string("we\"ird\\ch\nan\x1b[2J\xff");
+  b.counters[static_cast<std::uint32_t>(stats::SubCounter::received)] = 5;
+  proc.blocks.push_back(b);
+  const std::string text = stats::format_prometheus(std::span<const stats::ProcessSnapshot>(&proc, 1));
+  INFO(text);
+  CHECK(text.find('\x1b') == std::string::npos);
+  const PromText p = parse_prometheus(text);
+  const auto found = p.find("tickrail_subscriber_received_total", {{"pid", "42"}});
+  REQUIRE(found.size() == 1);
+  CHECK(found[0]->labels.at("channel") == "we\"ird\\ch\nan?[2J?");
+  CHECK(found[0]->labels.at("program") == "app \"quoted\"");
+  CHECK(found[0]->value == 5);
+  CHECK(p.find("tickrail_process_up", {{"pid", "42"}})[0]->value == 0);
+}
+
+TEST_CASE("statTextNeverCarriesControlCharactersFromTheCountersFile") {
+  stats::ProcessSnapshot proc;
+  proc.pid = 43;
+  proc.status = stats::ProcessStatus::dead;
+  stats::BlockSnapshot b;
+  b.kind = stats::BlockKind::publisher;
+  b.transport = "shm";
+  b.label = "evil\x1b[2J\x07";
+  proc.blocks.push_back(b);
+  const std::string text = stats::format_text(std::span<const stats::ProcessSnapshot>(&proc, 1));
+  INFO(text);
+  CHECK(text.find('\x1b') == std::string::npos);
+  CHECK(text.find('\x07') == std::string::npos);
+  CHECK(text.find("'evil?[2J?'") != std::string::npos);
 }

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <regex>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -303,4 +304,45 @@ TEST_CASE("hgrmNumbersRoundLikeJavasFormatter") {
   REQUIRE(java_fixed(123456789.0, 0) == "123456789");
   REQUIRE(java_fixed(4551.111111, 2, 14) == "       4551.11");
   REQUIRE(java_fixed(1e-7, 12) == "0.000000100000");
+}
+
+// Plotters (hdr-plot, plotFiles.html) find rows by a leading blank before each value: values of
+// 10 ms and more in ns (12 characters with 3 decimals) must not fill the column to its edge.
+TEST_CASE("hgrmRowsKeepALeadingBlankForValuesOfTenMillisecondsAndTenSeconds") {
+  Histogram h;
+  for (std::uint64_t i = 0; i < 10'000; ++i) h.record(800 + i % 500);
+  h.record_n(12'345'678, 40);        // 12 ms
+  h.record_n(98'765'432'100ULL, 5);  // 98 s
+  const std::vector<PercentileStep> steps = h.percentiles(5);
+  const std::string text = format_hgrm(h);
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);
+  INFO(line);
+  REQUIRE(std::regex_match(line, std::regex(R"(^ +Value +Percentile +TotalCount +1/\(1-Percentile\)$)")));
+  std::getline(in, line);
+  REQUIRE(line.empty());
+  // hdr-plot's row pattern, with the 1/(1-Percentile) column optional for the 100% row.
+  const std::regex row(R"(^\s+([0-9.]+)\s+([0-9.]+)\s+([0-9]+)(\s+([0-9.]+))?$)");
+  std::size_t n = 0;
+  std::size_t width = 0;
+  while (std::getline(in, line) && line.rfind("#[", 0) != 0) {
+    std::smatch m;
+    INFO(line);
+    REQUIRE(std::regex_match(line, m, row));
+    REQUIRE(n < steps.size());
+    REQUIRE(std::stod(m[1].str()) == static_cast<double>(steps[n].value));
+    REQUIRE(std::stoull(m[3].str()) == steps[n].total_count);
+    // Right-aligned: every row but the 100% one ends at the same column.
+    if (m[4].matched) {
+      if (width == 0) width = line.size();
+      REQUIRE(line.size() == width);
+    }
+    ++n;
+  }
+  REQUIRE(n == steps.size());
+  REQUIRE(steps.back().value >= 98'765'432'100ULL);
+  REQUIRE(line.rfind("#[Mean    = ", 0) == 0);
+  std::getline(in, line);
+  REQUIRE(line.find("Total count    =        10045]") != std::string::npos);
 }
