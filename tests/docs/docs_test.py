@@ -10,8 +10,9 @@ programs are on PATH. A command must exit 0, except:
     they must fail as documented, exit 1 with a message pointing to tickrail-doctor, not with a
     usage error (exit 2), which tells a well-formed command from a broken one.
 `--cpu N` for a cpu this host lacks becomes its last cpu (the docs' hosts have more cores), and
-says so. A line holding `CMD &` starts CMD in the background for the commands after it in its block, as
-does a command on ANOTHER_TERMINAL; each background command must end, and exit 0, too.
+the test says so. A line holding `CMD &` starts CMD in the background for the commands after it
+in its block, as does a command on ANOTHER_TERMINAL; each must end, and exit 0, too. An entry of
+NOT_HERE or ANOTHER_TERMINAL that no doc holds any more fails the test: the lists stay reviewed.
 
   docs_test.py BUILD_DIR MAKE_ITCH      (Meson sets TICKRAIL_SOURCE_ROOT)
 """
@@ -120,7 +121,8 @@ class Run:
                                timeout=TIMEOUT_S, start_new_session=True)
             rc, output = p.returncode, p.stdout.decode(errors="replace")
         except subprocess.TimeoutExpired as e:
-            rc, output = f"none: still running after {TIMEOUT_S} s", (e.stdout or b"").decode(errors="replace")
+            rc = f"none: still running after {TIMEOUT_S} s"
+            output = (e.stdout or b"").decode(errors="replace")
         self.check(where, cmd, rc, output, rdma)
 
     def finish_background(self):
@@ -157,8 +159,8 @@ def main():
     docs = [root / "README.md"] + sorted((root / "docs").glob("*.md"))
     cwd = workspace(root, build, make_itch)
     env = dict(os.environ)
-    env["PATH"] = os.pathsep.join(str(p) for p in sorted((build / "apps").iterdir()) if p.is_dir()) \
-        + os.pathsep + env["PATH"]
+    apps = [str(p) for p in sorted((build / "apps").iterdir()) if p.is_dir()]
+    env["PATH"] = os.pathsep.join(apps + [env["PATH"]])
     env["TICKRAIL_STAT_DIR"] = str(cwd / "stat")
     (cwd / "stat").mkdir()
     rdma_here = has_rdma_device()
@@ -194,6 +196,9 @@ def main():
                 r.finish_background()
     finally:
         shutil.rmtree(cwd, ignore_errors=True)
+    seen = {line for doc in docs for block in blocks(doc) for _, line in block}
+    for stale in sorted((set(NOT_HERE) | ANOTHER_TERMINAL) - seen):
+        r.failures.append(f"tests/docs/docs_test.py: `{stale}` is listed but in no doc any more")
     for s in skipped:
         print(f"not run here: {s}")
     for f in r.failures:
