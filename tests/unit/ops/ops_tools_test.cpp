@@ -536,4 +536,8 @@ TEST_CASE("statTextNeverCarriesControlCharactersFromTheCountersFile") {
   CHECK(text.find('\x1b') == std::string::npos);
   CHECK(text.find('\x07') == std::string::npos);
   CHECK(text.find("'evil?[2J?'") != std::string::npos);
+  // JSON escapes what it can and replaces bytes that are not UTF-8 instead of throwing.
+  proc.blocks[0].label += "\xff";
+  const auto j = nlohmann::json::parse(stats::format_json(std::span<const stats::ProcessSnapshot>(&proc, 1)));
+  CHECK(j[0]["endpoints"][0]["channel"] == "evil\x1b[2J\x07\xef\xbf\xbd");
 }
