@@ -177,7 +177,7 @@ void draw_series(std::string& s, const Frame& f, const std::string& name, const 
 
 // Markers of the reported series: each a dot on its line and a label with the value. A label
 // goes below and right of its dot, where a rising line never is; max, at the right edge, goes
-// above and left.
+// above and left (below and left at the top of the frame).
 void draw_markers(std::string& s, const Frame& f, const Curve& c, const std::string& color) {
   const Summary& m = c.summary;
   const struct {
@@ -196,7 +196,8 @@ void draw_markers(std::string& s, const Frame& f, const Curve& c, const std::str
          "\"><circle cx=\"" + n1(x) + "\" cy=\"" + n1(y) + "\" r=\"4\" fill=\"" + color +
          "\" stroke=\"white\"/>";
     if (k.percentile >= 100.0) {
-      boxed_text(s, x - 6, y - 9, text, "end", color, " font-weight=\"bold\"");
+      // Above the dot, or below it when that would cross the frame.
+      boxed_text(s, x - 6, y - 9 < f.top + 14 ? y + 17 : y - 9, text, "end", color, " font-weight=\"bold\"");
     } else {
       boxed_text(s, x + 7, y + 17, text, "start", color, " font-weight=\"bold\"");
     }
