@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "core/stats_words.hpp"
+#include "report/format.hpp"
 #include "tickrail/error.hpp"
 #include "tickrail/stats.hpp"
 
@@ -373,37 +374,11 @@ std::string format_json(std::span<const ProcessSnapshot> ps, int indent) {
     j["endpoints"] = std::move(blocks);
     all.push_back(std::move(j));
   }
-  return all.dump(indent);
+  // Names come from shared memory: bytes that are not UTF-8 become U+FFFD instead of a throw.
+  return all.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 namespace {
-
-// Text read from shared memory may hold anything. For a terminal or a scraper: control
-// characters (a channel name could carry terminal escape codes) and bytes that are not valid
-// UTF-8 become '?'; newlines stay when `keep_newlines`.
-std::string printable(std::string_view in, bool keep_newlines) {
-  std::string out;
-  out.reserve(in.size());
-  for (std::size_t i = 0; i < in.size();) {
-    const auto c = static_cast<unsigned char>(in[i]);
-    if (c < 0x80) {
-      out += (c >= 0x20 && c != 0x7f) || (c == '\n' && keep_newlines) ? static_cast<char>(c) : '?';
-      ++i;
-      continue;
-    }
-    const std::size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-    bool ok = len != 0 && i + len <= in.size();
-    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(in[i + k]) & 0xc0) == 0x80;
-    if (ok) {
-      out.append(in.substr(i, len));
-      i += len;
-    } else {
-      out += '?';
-      ++i;
-    }
-  }
-  return out;
-}
 
 // Prometheus text exposition format 0.0.4 (what node exporter's textfile collector parses).
 // A label value escapes backslash, double quote and newline; HELP text backslash and newline.
@@ -429,7 +404,7 @@ std::string prom_labels(const Labels& labels) {
   std::string s = "{";
   for (const auto& [k, v] : labels) {
     if (s.size() > 1) s += ',';
-    s += k + "=\"" + prom_escape(printable(v, true), true) + "\"";
+    s += k + "=\"" + prom_escape(report_detail::printable(v, true), true) + "\"";
   }
   return s + "}";
 }
@@ -642,7 +617,7 @@ std::string format_text(std::span<const ProcessSnapshot> now, std::span<const Pr
       }
     }
   }
-  return printable(o.str(), true);
+  return report_detail::printable(o.str(), true);
 }
 
 }  // namespace tickrail::stats

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace tickrail::report_detail {
 
@@ -101,6 +102,33 @@ inline std::string grouped(std::uint64_t v) {
   std::string s = std::to_string(v);
   for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
   return s;
+}
+
+// Text from outside (shared memory, config files) may hold anything. For a terminal, a scraper
+// or an XML file: control characters (a channel name could carry terminal escape codes) and
+// bytes that are not valid UTF-8 become '?'; newlines stay when `keep_newlines`.
+inline std::string printable(std::string_view in, bool keep_newlines) {
+  std::string out;
+  out.reserve(in.size());
+  for (std::size_t i = 0; i < in.size();) {
+    const auto c = static_cast<unsigned char>(in[i]);
+    if (c < 0x80) {
+      out += (c >= 0x20 && c != 0x7f) || (c == '\n' && keep_newlines) ? static_cast<char>(c) : '?';
+      ++i;
+      continue;
+    }
+    const std::size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    bool ok = len != 0 && i + len <= in.size();
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(in[i + k]) & 0xc0) == 0x80;
+    if (ok) {
+      out.append(in.substr(i, len));
+      i += len;
+    } else {
+      out += '?';
+      ++i;
+    }
+  }
+  return out;
 }
 
 inline std::string pad_left(const std::string& s, std::size_t width) {

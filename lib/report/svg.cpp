@@ -24,19 +24,20 @@ constexpr std::array<const char*, 6> kColors = {"#1f77b4", "#ff7f0e", "#2ca02c",
 constexpr int kSamplesPerNine = 120;  // x resolution of each step line
 constexpr double kCharWidth = 6.6;    // average width of a 12 px sans-serif character
 
-std::string escape(std::string_view s) {
+// XML text and attribute values. XML 1.0 forbids most control characters even escaped, and the
+// file says UTF-8: both kinds of bytes become '?'.
+std::string escape(std::string_view in) {
+  const std::string clean = report_detail::printable(in, true);
   std::string out;
-  out.reserve(s.size());
-  for (const char c : s) {
+  out.reserve(clean.size());
+  for (const char c : clean) {
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
       case '\'': out += "&apos;"; break;
-      default:
-        // XML 1.0 forbids most control characters, even escaped.
-        if (static_cast<unsigned char>(c) >= 0x20 || c == '\t' || c == '\n') out += c;
+      default: out += c;
     }
   }
   return out;
@@ -176,7 +177,7 @@ void draw_series(std::string& s, const Frame& f, const std::string& name, const 
 
 // Markers of the reported series: each a dot on its line and a label with the value. A label
 // goes below and right of its dot, where a rising line never is; max, at the right edge, goes
-// above and left.
+// above and left (below and left at the top of the frame).
 void draw_markers(std::string& s, const Frame& f, const Curve& c, const std::string& color) {
   const Summary& m = c.summary;
   const struct {
@@ -195,7 +196,8 @@ void draw_markers(std::string& s, const Frame& f, const Curve& c, const std::str
          "\"><circle cx=\"" + n1(x) + "\" cy=\"" + n1(y) + "\" r=\"4\" fill=\"" + color +
          "\" stroke=\"white\"/>";
     if (k.percentile >= 100.0) {
-      boxed_text(s, x - 6, y - 9, text, "end", color, " font-weight=\"bold\"");
+      // Above the dot, or below it when that would cross the frame.
+      boxed_text(s, x - 6, y - 9 < f.top + 14 ? y + 17 : y - 9, text, "end", color, " font-weight=\"bold\"");
     } else {
       boxed_text(s, x + 7, y + 17, text, "start", color, " font-weight=\"bold\"");
     }
@@ -247,6 +249,38 @@ void draw_legend(std::string& s, double left, double top, const std::vector<Lege
   s += "</g>\n";
 }
 
+// The step line of one series: its value at kSamplesPerNine points of each nine.
+Curve sample(const Histogram& h, int nines) {
+  Curve c;
+  c.summary = summarize(h);
+  if (h.empty()) return c;
+  const double cap = static_cast<double>(h.max());
+  const int samples = nines * kSamplesPerNine;
+  for (int k = 0; k <= samples; ++k) {
+    const double x = static_cast<double>(nines) * k / samples;
+    const double p = 100.0 * (1.0 - std::pow(10.0, -x));
+    c.points.emplace_back(x, std::min(static_cast<double>(h.value_at_percentile(p)), cap));
+  }
+  return c;
+}
+
+// The document's start: XML declaration, <svg>, white background, title and the line under it.
+void header(std::string& s, const SvgOptions& o, std::uint64_t count, double left) {
+  std::string sub = grouped(count) + " samples  |  host " + (o.host.empty() ? host_name() : o.host);
+  if (!o.clock.empty()) sub += "  |  clock " + o.clock;
+  sub += "  |  " + (o.when.empty() ? utc_now() : o.when);
+  const std::string w = std::to_string(o.width);
+  const std::string h = std::to_string(o.height);
+  s += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + w + "\" height=\"" + h + "\" viewBox=\"0 0 " + w +
+       " " + h + "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n";
+  s += "<title>" + escape(o.title) + "</title>\n";
+  s += "<rect x=\"0\" y=\"0\" width=\"" + w + "\" height=\"" + h + "\" fill=\"white\"/>\n";
+  s += "<text class=\"title\" x=\"" + n1(left) + "\" y=\"28\" font-size=\"17\" font-weight=\"bold\">" +
+       escape(o.title) + "</text>\n";
+  s += "<text class=\"subtitle\" x=\"" + n1(left) + "\" y=\"50\" fill=\"#444444\">" + escape(sub) + "</text>\n";
+}
+
 }  // namespace
 
 std::string format_svg(std::span<const SvgSeries> series, const SvgOptions& o) {
@@ -269,23 +303,15 @@ std::string format_svg(std::span<const SvgSeries> series, const SvgOptions& o) {
   f.width = o.width - f.left - 45;  // room for half of the last x label
 
   // Sample every series on the nines axis; the y axis spans whole decades around them all.
-  std::vector<Curve> curves(series.size());
+  std::vector<Curve> curves;
   double lo = 0.0, hi = 0.0;
-  for (std::size_t i = 0; i < series.size(); ++i) {
-    const Histogram& h = *series[i].histogram;
-    Curve& c = curves[i];
-    c.summary = summarize(h);
-    if (h.empty()) continue;
-    const double cap = static_cast<double>(h.max());
-    const int samples = f.nines * kSamplesPerNine;
-    for (int k = 0; k <= samples; ++k) {
-      const double x = static_cast<double>(f.nines) * k / samples;
-      const double p = 100.0 * (1.0 - std::pow(10.0, -x));
-      c.points.emplace_back(x, std::min(static_cast<double>(h.value_at_percentile(p)), cap));
-    }
+  for (const SvgSeries& one : series) {
+    curves.push_back(sample(*one.histogram, f.nines));
+    const Curve& c = curves.back();
+    if (c.summary.count == 0) continue;
     const double first_positive = std::max(c.summary.min_ns, 1.0);
     lo = lo == 0.0 ? first_positive : std::min(lo, first_positive);
-    hi = std::max(hi, cap);
+    hi = std::max(hi, c.summary.max_ns);
   }
   const std::vector<LegendEntry> legend = layout_legend(series, curves, o.width - f.left - 10);
   f.height = o.height - f.top - 90 - legend.back().y;
@@ -296,21 +322,8 @@ std::string format_svg(std::span<const SvgSeries> series, const SvgOptions& o) {
   }
 
   const Summary& main = curves[0].summary;
-  std::string sub = grouped(main.count) + " samples  |  host " + (o.host.empty() ? host_name() : o.host);
-  if (!o.clock.empty()) sub += "  |  clock " + o.clock;
-  sub += "  |  " + (o.when.empty() ? utc_now() : o.when);
-
   std::string s;
-  s += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(o.width) + "\" height=\"" +
-       std::to_string(o.height) + "\" viewBox=\"0 0 " + std::to_string(o.width) + " " +
-       std::to_string(o.height) + "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n";
-  s += "<title>" + escape(o.title) + "</title>\n";
-  s += "<rect x=\"0\" y=\"0\" width=\"" + std::to_string(o.width) + "\" height=\"" + std::to_string(o.height) +
-       "\" fill=\"white\"/>\n";
-  s += "<text class=\"title\" x=\"" + n1(f.left) + "\" y=\"28\" font-size=\"17\" font-weight=\"bold\">" +
-       escape(o.title) + "</text>\n";
-  s += "<text class=\"subtitle\" x=\"" + n1(f.left) + "\" y=\"50\" fill=\"#444444\">" + escape(sub) + "</text>\n";
+  header(s, o, main.count, f.left);
   y_axis(s, f, o.y_label);
   x_axis(s, f);
   s += "<rect x=\"" + n1(f.left) + "\" y=\"" + n1(f.top) + "\" width=\"" + n1(f.width) + "\" height=\"" +

@@ -452,7 +452,9 @@ TEST_CASE("statPrometheusExposesEveryCounterWithItsLabels") {
   CHECK(p.type.at("tickrail_publisher_subscriber_back_pressure_total") == "counter");
   CHECK(p.find("tickrail_publisher_subscriber_back_pressure_total", row).size() == 1);
   CHECK(p.find("tickrail_publisher_subscriber_lag", row)[0]->labels.count("policy") == 1);
-  CHECK(value("tickrail_process_up", {{"pid", me}}) == 1);
+  const auto up = p.find("tickrail_process_up", {{"pid", me}});
+  REQUIRE(up.size() == 1);
+  CHECK(up[0]->value == 1);
   // Every counter of both kinds is there.
   for (std::uint32_t i = 0; i < stats::counter_count(stats::BlockKind::publisher); ++i) {
     const std::string n = stats::counter_name(stats::BlockKind::publisher, i);
@@ -534,4 +536,8 @@ TEST_CASE("statTextNeverCarriesControlCharactersFromTheCountersFile") {
   CHECK(text.find('\x1b') == std::string::npos);
   CHECK(text.find('\x07') == std::string::npos);
   CHECK(text.find("'evil?[2J?'") != std::string::npos);
+  // JSON escapes what it can and replaces bytes that are not UTF-8 instead of throwing.
+  proc.blocks[0].label += "\xff";
+  const auto j = nlohmann::json::parse(stats::format_json(std::span<const stats::ProcessSnapshot>(&proc, 1)));
+  CHECK(j[0]["endpoints"][0]["channel"] == "evil\x1b[2J\x07\xef\xbf\xbd");
 }

@@ -183,14 +183,15 @@ TEST_CASE("svgShowsCountHostClockAndDateAndEscapesText") {
   const Histogram h = known_latency();
   const SvgSeries series[] = {{"RTT/2", &h}};
   SvgOptions o = fixed_options();
-  o.clock += "\x01";  // a control character XML cannot carry, even escaped
+  o.clock += "\x01\xff";  // a control character XML cannot carry, even escaped; not UTF-8
   const std::string svg = format_svg(series, o);
   REQUIRE(svg.find("rig&lt;1&gt;&amp;co") != std::string::npos);
   REQUIRE(svg.find('\x01') == std::string::npos);
+  REQUIRE(svg.find('\xff') == std::string::npos);
   const Parsed p = parse_svg(svg);
   REQUIRE(p.title == "tickrail-jitter: RTT/2 <shm> & 'ticks'");
   REQUIRE(has_text(p, "tickrail-jitter: RTT/2 <shm> & 'ticks'"));
-  REQUIRE(has_text(p, "100,000 samples  |  host rig<1>&co  |  clock TSC 2.994 GHz, invariant  |  "
+  REQUIRE(has_text(p, "100,000 samples  |  host rig<1>&co  |  clock TSC 2.994 GHz, invariant??  |  "
                       "2026-12-01 09:00:00 UTC"));
   REQUIRE(has_text(p, "RTT/2 (log scale)"));
 }
