@@ -226,7 +226,7 @@ TEST_CASE("blockSubscriberThatStopsReadingShowsTheCallsItHeldBack") {
     for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = payload(pub.next_sequence() + i);
     if (pub.publish(buf).status == PublishStatus::back_pressured) ++held;
   }
-  REQUIRE(held == 3);
+  REQUIRE(held >= 3);
   CHECK(pub.counters().back_pressured == held);
   const auto rows = pub.subscribers();
   REQUIRE(rows.size() == 1);
