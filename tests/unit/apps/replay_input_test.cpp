@@ -153,7 +153,8 @@ TEST_CASE("replayOfACutGzipPublishesEveryCompleteMessageThenNamesTheCut", "[repl
   const nlohmann::json j = nlohmann::json::parse(slurp(json));
   CHECK(j["ticks_published"] == complete);
   CHECK(j["ticks_read"] == complete);
-  CHECK_THAT(out, Catch::Contains("gzip stream ends early after uncompressed byte offset " + std::to_string(have)));
+  CHECK_THAT(out, Catch::Contains("gzip stream ends early after uncompressed byte offset " +
+                                  std::to_string(have) + ": unexpected end of file"));
 }
 
 TEST_CASE("replayOfEndlessJunkWithSkipBadEndsOnSigterm", "[replay][input]") {
