@@ -159,6 +159,14 @@ int run(int argc, char** argv) {
     progress = [](const replay::ProgressLine& p) {
       std::fprintf(stderr, "\r%-118s", replay::progress_text(p).c_str());
     };
+  } else if (!quiet) {
+    // Into a pipe or a log: no progress line, but one line when a long gap in the feed begins.
+    progress = [last = std::uint64_t{0}](const replay::ProgressLine& p) mutable {
+      if (p.wait_ns == 0 || p.wait_feed_ts == last) return;
+      last = p.wait_feed_ts;
+      const std::string line = replay::progress_text(p);
+      note(line.substr(std::min(line.find_first_not_of(' '), line.size())));
+    };
   }
 
   replay::Replayer r(o, *src, pub);

@@ -205,11 +205,16 @@ bool ItchFileReader::refill() {
     int zerr = Z_OK;
     const char* msg = ::gzerror(in.gz, &zerr);
     if (got < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
+      // zlib names the stream "<fd:N>" (we opened it by descriptor): the reader names the file.
+      std::string why = msg != nullptr ? msg : "?";
+      if (why.rfind("<fd:", 0) == 0 && why.find(": ") != std::string::npos) {
+        why.erase(0, why.find(": ") + 2);
+      }
       in.stream_failed = true;
       in.stream_corrupt = got < 0;
       in.stream_error = std::string(got < 0 ? "gzip stream corrupt near uncompressed byte offset "
                                             : "gzip stream ends early after uncompressed byte offset ") +
-                        std::to_string(in.buf_base + have) + ": " + (msg != nullptr ? msg : "?");
+                        std::to_string(in.buf_base + have) + ": " + why;
     }
     break;
   }

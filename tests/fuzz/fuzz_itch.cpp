@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Tick ticks[7];  // an odd batch: frames land across batch boundaries
   std::uint64_t total = 0;
   try {
-    while (const std::size_t n = r.read(ticks)) {
+    for (std::size_t n = 0; (n = r.read(ticks)) != 0 || !r.at_end();) {
       total += n;
       for (std::size_t i = 0; i < n; ++i) {
         Tick q{};

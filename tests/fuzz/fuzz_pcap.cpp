@@ -55,7 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     PcapMoldReader r(file, "fuzz", opts);
     Tick ticks[5];
-    while (r.read(ticks) != 0) {
+    while (r.read(ticks) != 0 || !r.at_end()) {
     }
     if (r.capture_counts().mold_messages < r.counts().messages) __builtin_trap();
   } catch (const Error&) {
