@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -379,6 +380,7 @@ TEST_CASE("aChannelOfAnotherUserIsNotTrusted") {
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
   ::close(fds[0]);
+  ::unlink(("/dev/shm/tickrail." + ch).c_str());  // a killed publisher leaves its name
 }
 
 TEST_CASE("anotherUserMaySubscribeOnlyWhenAllowed") {
@@ -419,10 +421,11 @@ TEST_CASE("aFailedStartLeavesNothingBehind") {
   std::filesystem::create_directory(dir);
   REQUIRE(::chmod(dir.c_str(), 0777) == 0);
   const PeerResult r = run_peer({"pub-locked", "locked", dir}, kNobody);
+  const bool empty = std::filesystem::is_empty(dir);
+  std::filesystem::remove_all(dir);
   REQUIRE(r.status == 1);
   REQUIRE_THAT(r.out, Catch::Contains("lock") && Catch::Contains("lock_memory"));
-  REQUIRE(std::filesystem::is_empty(dir));
-  std::filesystem::remove_all(dir);
+  REQUIRE(empty);
 }
 
 TEST_CASE("memoryThatCannotBeReservedIsAnErrorAtStartWithTheSizes") {
@@ -432,4 +435,34 @@ TEST_CASE("memoryThatCannotBeReservedIsAnErrorAtStartWithTheSizes") {
   REQUIRE(r.status == 1);
   REQUIRE_THAT(r.out, Catch::Contains("reserve") && Catch::Contains("4194304 bytes"));
   REQUIRE(!std::filesystem::exists(dir + "/tickrail." + ch));
+}
+
+TEST_CASE("aSmallTmpfsAsShmDirNoLongerBoundsTheRings") {
+  if (!root()) {
+    WARN("skipped: mounting a 64 MiB tmpfs needs root");
+    return;
+  }
+  const std::string dir = "/tmp/tickrail-tmpfs-" + std::to_string(::getpid());
+  std::filesystem::create_directory(dir);
+  if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=64m") != 0) {
+    std::filesystem::remove(dir);
+    WARN("skipped: cannot mount a tmpfs here");
+    return;
+  }
+  {
+    // Docker's default /dev/shm: rings of 2 x 32 MiB used to die of SIGBUS mid-stream there.
+    auto pc = pub_config("small-tmpfs", 2);
+    pc.shm_dir = dir;
+    pc.ring_capacity = 1 << 19;
+    Publisher pub(pc);
+    auto sc = sub_config("small-tmpfs");
+    sc.shm_dir = dir;
+    Subscriber a(sc);
+    Subscriber b(sc);
+    REQUIRE(wait_for_subscribers(pub, 2));
+    REQUIRE(deliver_exactly(pub, a, 20000));
+    REQUIRE(b.poll([](const Tick&) {}, 1 << 20) == 20000);
+  }
+  REQUIRE(::umount(dir.c_str()) == 0);
+  std::filesystem::remove(dir);
 }
