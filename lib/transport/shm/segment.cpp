@@ -309,9 +309,9 @@ void clear_or_refuse(const std::string& dir, const std::string& channel, const s
     throw_errno(errno, what);
   }
   if (!S_ISSOCK(st.st_mode)) {
-    throw Error(Errc::rejected, what + ": the path is a " + file_kind(st.st_mode) + " of uid " +
-                                    user_name(st.st_uid) +
-                                    ", not a tickrail channel; remove it if it is not needed");
+    throw Error(Errc::bad_magic, what + ": the path is a " + file_kind(st.st_mode) + " of uid " +
+                                     user_name(st.st_uid) +
+                                     ", not a tickrail channel; remove it if it is not needed");
   }
   Fd probe;
   const int e = probe_connect(unix_address(path, what), probe);
@@ -412,8 +412,8 @@ Fd connect_channel(const std::string& dir, const std::string& channel,
       e = errno;
       if (e != ENOENT) throw_errno(e, what);
     } else if (!S_ISSOCK(st.st_mode)) {
-      throw Error(Errc::rejected, what + ": the path is a " + file_kind(st.st_mode) + " of uid " +
-                                      user_name(st.st_uid) + ", not a tickrail channel");
+      throw Error(Errc::bad_magic, what + ": the path is a " + file_kind(st.st_mode) + " of uid " +
+                                       user_name(st.st_uid) + ", not a tickrail channel");
     } else if (!publishers.permits({0, st.st_uid, st.st_gid, {}})) {
       throw Error(Errc::rejected, what + ": the channel belongs to uid " + user_name(st.st_uid) +
                                       ", which is not an allowed publisher (allowed: " +
