@@ -71,13 +71,17 @@ struct RdmaConfig {
 
 struct PublisherConfig {
   TransportKind transport = TransportKind::shm;
-  std::string channel = "tickrail";  // shm: the segment /dev/shm/tickrail.<channel>
+  std::string channel = "tickrail";  // shm: the socket <shm_dir>/tickrail.<channel>
   std::uint32_t max_subscribers = 8;          // 1..kMaxSubscribers
   std::uint32_t ring_capacity = 16384;        // slots per subscriber ring, power of two
   bool stamp_send_time = true;                // overwrite Tick::send_ts with Clock::now()
   bool lock_memory = false;                   // mlock the rings (needs RLIMIT_MEMLOCK)
   std::chrono::milliseconds conductor_period{5};  // liveness checks, heartbeats
-  std::string shm_dir = "/dev/shm";
+  std::string shm_dir = "/dev/shm";  // where the channel's socket lives
+  // shm: who may subscribe, checked against the kernel's word for the peer (SO_PEERCRED). The
+  // publisher's own user and root always may; add user or group names, or numeric ids.
+  std::vector<std::string> allow_users;
+  std::vector<std::string> allow_groups;
   bool stats = true;  // live counters in the process's stat file (stats.hpp; TICKRAIL_STATS=0: off)
   RdmaConfig rdma;
 
@@ -94,7 +98,11 @@ struct SubscriberConfig {
   std::uint32_t ring_capacity = 0;  // 0: accept the channel's; else must match it
   bool lock_memory = false;
   IdleKind idle = IdleKind::busy_spin;  // for the library's own waits (wait_active)
-  std::string shm_dir = "/dev/shm";
+  std::string shm_dir = "/dev/shm";  // where the channel's socket lives
+  // shm: whose channel we trust, checked against the kernel's word for the publisher process
+  // (SO_PEERCRED) and the channel socket's owner. Our own user and root always are; add user
+  // names or numeric ids.
+  std::vector<std::string> publisher_users;
   bool stats = true;  // live counters in the process's stat file (stats.hpp; TICKRAIL_STATS=0: off)
   RdmaConfig rdma;
 

@@ -88,6 +88,7 @@ void load_config(const std::string& path, Options& o);
 [[nodiscard]] std::vector<Finding> check_tsc(const Options& o);           // tsc
 [[nodiscard]] std::vector<Finding> check_huge_pages(const Options& o);    // thp, hugepages
 [[nodiscard]] std::vector<Finding> check_max_map_count(const Options& o); // vm.max_map_count
+[[nodiscard]] std::vector<Finding> check_shm_memory(const Options& o);    // shm.memory, shm.dir
 
 struct Check {
   const char* name;   // "rdma", "memlock", "cpu", ... (for --only)

@@ -308,6 +308,8 @@ void read_publisher_config(ConfigFile& file, PublisherConfig& out) {
   p.get("stamp_send_time", out.stamp_send_time);
   p.get("lock_memory", out.lock_memory);
   p.get("conductor_period_ms", out.conductor_period);
+  p.get("allow_users", out.allow_users);
+  p.get("allow_groups", out.allow_groups);
   p.get("stats", out.stats);
   read_rdma_config(p.section("rdma"), out.rdma);
   p.validated([&] { out.validate(); });
@@ -325,6 +327,7 @@ void read_subscriber_config(ConfigFile& file, SubscriberConfig& out) {
   s.get("publisher_timeout_ms", out.publisher_timeout);
   s.get("ring_capacity", out.ring_capacity);
   s.get("lock_memory", out.lock_memory);
+  s.get("publisher_users", out.publisher_users);
   s.get_enum("idle", out.idle, [](std::string_view v, const std::string&) { return parse_idle_kind(v); });
   s.get("stats", out.stats);
   read_rdma_config(s.section("rdma"), out.rdma);

@@ -206,7 +206,8 @@ class Registry {
     };
     // A file with our pid can only be a dead process's leftover.
     (void)::unlink(path.c_str());
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    // Owner and group only: the counters tell who trades what, and how fast.
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
     if (fd < 0) return fail("create");
     if (::ftruncate(fd, static_cast<off_t>(kFileSize)) != 0) {
       const bool r = fail("size");

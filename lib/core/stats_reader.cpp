@@ -132,13 +132,20 @@ ProcessSnapshot read_impl(const std::string& path, const std::string& proc_root,
   ProcessSnapshot p;
   p.path = path;
   p.pid = pid_from_name(path);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Never follow a link or wait on a FIFO someone left under a stat file's name.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) throw_errno(errno, "open stat file " + path);
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int e = errno;
     ::close(fd);
     throw_errno(e, "stat " + path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    p.status = ProcessStatus::incompatible;
+    p.note = "not a regular file: not a tickrail counters file";
+    return p;
   }
   id = {st.st_dev, st.st_ino};
   const auto size = static_cast<std::size_t>(st.st_size);

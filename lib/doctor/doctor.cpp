@@ -39,8 +39,10 @@ std::vector<Finding> rdma_all(const Options& o) {
 
 std::vector<Finding> memory_all(const Options& o) {
   std::vector<Finding> out = check_huge_pages(o);
-  std::vector<Finding> more = check_max_map_count(o);
-  out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  for (auto* f : {&check_max_map_count, &check_shm_memory}) {
+    std::vector<Finding> more = f(o);
+    out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  }
   return out;
 }
 
@@ -52,7 +54,7 @@ constexpr Check kChecks[] = {
     {"cpu", "hot cores: isolation, nohz_full, rcu_nocbs, governor, SMT, NUMA", &check_cpus},
     {"irqbalance", "irqbalance", &check_irqbalance},
     {"tsc", "invariant TSC", &check_tsc},
-    {"memory", "huge pages, vm.max_map_count", &memory_all},
+    {"memory", "huge pages, vm.max_map_count, shm ring memory", &memory_all},
 };
 
 const char* color_of(Level l) {

@@ -1,5 +1,7 @@
 // Host checks: locked memory, cores (isolation, nohz_full, rcu_nocbs, governor, SMT sibling,
 // NUMA), irqbalance, invariant TSC, huge pages, vm.max_map_count.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -625,6 +627,50 @@ std::vector<Finding> check_max_map_count(const Options& o) {
                           "sysctl -w vm.max_map_count=262144"));
   } else {
     out.push_back(finding("vm.max_map_count", "host", Level::ok, std::to_string(*n)));
+  }
+  return out;
+}
+
+std::vector<Finding> check_shm_memory(const Options& o) {
+  std::vector<Finding> out;
+  if (!o.publisher || o.publisher->transport != TransportKind::shm) return out;
+  const HostFs fs(o.root);
+  const PublisherConfig& p = *o.publisher;
+  // The rings are memfds reserved at start (not files in shm_dir): they need available memory.
+  const std::uint64_t need = std::uint64_t{p.max_subscribers} * p.ring_capacity * kSlot;
+  const std::string what = "the shm publisher reserves " + bytes_text(need) + " at start (" +
+                           std::to_string(p.max_subscribers) + " rings of " +
+                           std::to_string(p.ring_capacity) + " slots)";
+  std::optional<std::uint64_t> avail;
+  std::istringstream in(fs.text("proc/meminfo").value_or(""));
+  for (std::string key, unit; in >> key;) {
+    std::uint64_t kb = 0;
+    if (key == "MemAvailable:" && (in >> kb)) avail = kb * 1024;
+    std::getline(in, unit);
+  }
+  if (!avail) {
+    out.push_back(finding("shm.memory", "host", Level::warn,
+                          what + "; cannot read MemAvailable from " + fs.path("proc/meminfo")));
+  } else if (*avail < need) {
+    out.push_back(finding("shm.memory", "host", Level::fail,
+                          what + ", but only " + bytes_text(*avail) + " is available: it will fail",
+                          "lower ring_capacity or max_subscribers"));
+  } else {
+    out.push_back(finding("shm.memory", "host", Level::ok, what + "; " + bytes_text(*avail) + " available"));
+  }
+  // The channel's socket lives in shm_dir.
+  struct stat st {};
+  const std::string dir = fs.path(p.shm_dir);
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    out.push_back(finding("shm.dir", "host", Level::fail,
+                          "shm_dir " + p.shm_dir + " is not a directory: the channel socket cannot be made",
+                          "set shm_dir to an existing directory (default /dev/shm)"));
+  } else if (p.shm_dir.size() + 10 + p.channel.size() >= 108) {
+    out.push_back(finding("shm.dir", "host", Level::fail,
+                          "shm_dir " + p.shm_dir + ": the channel socket's path is longer than the "
+                          "107 bytes a UNIX socket name may have", "use a shorter shm_dir or channel"));
+  } else {
+    out.push_back(finding("shm.dir", "host", Level::ok, "shm_dir " + p.shm_dir + " is a directory"));
   }
   return out;
 }

@@ -1,18 +1,22 @@
-// The shared-memory channel segment: its layout (shared by publisher and subscriber processes)
-// and the control-plane code that creates, validates and maps it.
+// The shared-memory channel: what publisher and subscriber processes share, and the control-plane
+// code that creates it, attaches to it and checks who is on the other side.
 //
-//   [ SegmentHeader | page-aligned ]
-//   [ Entry x max_subscribers | page-aligned ]    one per subscriber: state machine and credit
-//   [ ring x max_subscribers, capacity Slots each ]
+// A channel is a UNIX-domain socket at <shm_dir>/tickrail.<channel>, listened on by the publisher.
+// A subscriber connects; the kernel tells each side who the other is (SO_PEERCRED), and each
+// side checks that against its allow-list before it trusts anything. The publisher then hands the
+// subscriber three memfds over the socket (SCM_RIGHTS):
 //
-// Entry state machine (every transition a CAS, so the subscriber, the publisher's data path and
-// its conductor never overwrite each other):
-//   free -> claimed -> requested        subscriber attaching
-//   requested -> active                 publisher data path starts serving it
-//   active -> evicted                   data path, disconnect policy
-//   * -> detaching                      subscriber leaving
-//   * -> dead                           conductor found the subscriber process gone
-//   detaching|dead|evicted-and-gone -> free   data path, after it stopped writing the ring
+//   ring     one per subscriber entry, capacity Slots; read-only to the subscriber
+//   status   one per channel: heartbeat, closed, published sequence; read-only to subscribers
+//   control  one per attach: the subscriber's credit (the one word it writes) and what the
+//            publisher tells it (active, evicted, first sequence)
+//
+// Read-only means sealed: ring and status carry F_SEAL_FUTURE_WRITE (no new writable mapping or
+// write(), by any descriptor: mprotect cannot undo it) and every memfd carries F_SEAL_SHRINK |
+// F_SEAL_GROW (nobody can truncate a mapping under the other side: no SIGBUS). Geometry travels
+// in the handshake and is validated once by each side; the publisher reads nothing from shared
+// memory but credits, which it clamps. A subscriber closing its socket (or dying, which closes
+// it) is how the publisher learns it left.
 #pragma once
 
 #include <atomic>
@@ -20,6 +24,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tickrail/config.hpp"
 #include "tickrail/ring.hpp"
@@ -27,112 +32,160 @@
 namespace tickrail::shm {
 
 inline constexpr std::uint64_t kMagic = 0x4c49415252434954ULL;  // "TICKRAIL" in memory
-inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::uint32_t kVersion = 2;
 inline constexpr std::size_t kPad = 128;  // two lines: the adjacent-line prefetcher pairs them
 
-enum class EntryState : std::uint32_t {
-  free = 0,
-  claimed,
-  requested,
-  active,
-  evicted,
-  detaching,
-  dead,
-};
-[[nodiscard]] const char* to_string(EntryState s) noexcept;
-
+// What the subscriber's control line says; written by the publisher (a subscriber that forges
+// its own only fools itself: the publisher keeps the truth in private memory).
+enum class ControlState : std::uint32_t { requested = 0, active = 1, evicted = 2 };
 enum class EvictReason : std::uint32_t { none = 0, slow_consumer = 1 };
 
-struct alignas(kPad) SegmentHeader {
-  std::atomic<std::uint64_t> magic;  // written last at creation
-  std::uint32_t version;
-  std::uint32_t slot_size;
-  std::uint64_t capacity;
-  std::uint32_t max_subscribers;
-  std::int32_t publisher_pid;
-  std::uint64_t publisher_start_time;
-  std::uint64_t segment_size;
-  std::uint64_t entries_offset;
-  std::uint64_t rings_offset;
-  std::uint64_t session_id;
-
-  alignas(kPad) std::atomic<std::uint64_t> generation;  // bumped on every entry change request
-  alignas(kPad) std::atomic<std::uint64_t> heartbeat_ns;  // CLOCK_MONOTONIC, by the conductor
+struct alignas(kPad) Status {
+  std::atomic<std::uint64_t> heartbeat_ns;  // CLOCK_MONOTONIC, by the conductor
   std::atomic<std::uint32_t> closed;
-
   // Written by the data path after each publish, read only by tools: a line of its own.
   alignas(kPad) std::atomic<std::uint64_t> next_seq;
 };
 
-struct alignas(kPad) Entry {
-  std::atomic<std::uint32_t> state;
-  // Written by the subscriber while it claims the entry, read by the publisher after `state`
-  // says so; atomic (relaxed) because tools and the stats thread read them at any time.
-  std::atomic<std::uint32_t> policy;
-  std::atomic<std::int32_t> pid;
-  std::atomic<std::uint32_t> reason;
-  std::atomic<std::uint64_t> pid_start_time;
-  std::uint64_t disconnect_after_ns;
+struct alignas(kPad) Control {
+  std::atomic<std::uint32_t> state;  // ControlState
+  std::atomic<std::uint32_t> reason;  // EvictReason
   std::atomic<std::uint64_t> start_seq;
-  std::atomic<std::uint64_t> attach_count;  // bumped per claim: tells a stale subscriber apart
-
   alignas(kPad) std::atomic<std::uint64_t> credit;  // written by the subscriber only
   alignas(kPad) std::atomic<std::uint64_t> back_pressure;  // written by the publisher only
 };
 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
-static_assert(sizeof(SegmentHeader) == 4 * kPad);
-static_assert(sizeof(Entry) == 3 * kPad);
-static_assert(offsetof(Entry, credit) == kPad);
+static_assert(offsetof(Control, credit) == kPad);
 
-// A mapped segment. Move-only; unmaps on destruction.
-class Segment {
+// Handshake messages (SOCK_SEQPACKET: one message each way).
+struct Request {
+  std::uint64_t magic;
+  std::uint32_t version;
+  std::uint32_t policy;  // SlowConsumerPolicy
+  std::uint64_t disconnect_after_ns;
+  std::uint64_t ring_capacity;  // 0: any
+};
+enum class ReplyCode : std::uint32_t { ok = 0, refused, no_capacity, geometry_mismatch, bad_request };
+struct Reply {
+  std::uint64_t magic;
+  std::uint32_t version;
+  std::uint32_t code;  // ReplyCode
+  std::uint64_t capacity;
+  std::uint32_t max_subscribers;
+  std::uint32_t index;
+  char text[256];  // why, when code != ok
+};
+inline constexpr std::uint8_t kBye = 1;  // subscriber -> publisher: detaching on purpose
+
+// Who the kernel says is on the other end of a socket.
+struct PeerCred {
+  int pid = 0;
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::vector<std::uint32_t> groups;  // supplementary groups (SO_PEERGROUPS), where known
+};
+[[nodiscard]] PeerCred peer_cred(int sock);
+
+// An allow-list of users and groups; resolves names or numbers ("alice", "1001") once.
+struct Allow {
+  std::vector<std::uint32_t> uids;
+  std::vector<std::uint32_t> gids;
+  // `users`/`groups` from the config (`key` names them in errors); `self` is always allowed, and
+  // so is root.
+  static Allow resolve(const std::vector<std::string>& users, const std::vector<std::string>& groups,
+                       std::uint32_t self, const std::string& users_key,
+                       const std::string& groups_key);
+  [[nodiscard]] bool permits(const PeerCred& p) const;
+  [[nodiscard]] std::string describe() const;  // "uid 0 (root), uid 1000 (alice), gid 27 (sudo)"
+};
+[[nodiscard]] std::string user_name(std::uint32_t uid);  // "1000 (alice)" or "1000"
+
+// A shared mapping. Move-only; unmaps on destruction.
+class Mapping {
  public:
-  struct Geometry {
-    std::uint64_t capacity;
-    std::uint32_t max_subscribers;
-  };
-
-  // Publisher side: creates /<dir>/tickrail.<channel>. An existing segment whose publisher is
-  // still alive is an error; one left by a dead publisher is replaced.
-  static Segment create(const std::string& dir, const std::string& channel, Geometry g);
-  // Subscriber side: maps and validates an existing segment; waits up to `timeout` for it to
-  // appear. Errors: not_found, bad_magic, version_mismatch, truncated, geometry_mismatch.
-  static Segment attach(const std::string& dir, const std::string& channel,
-                        std::chrono::milliseconds timeout);
-
-  Segment() = default;
-  ~Segment();
-  Segment(Segment&& o) noexcept;
-  Segment& operator=(Segment&& o) noexcept;
-  Segment(const Segment&) = delete;
-  Segment& operator=(const Segment&) = delete;
-
-  [[nodiscard]] SegmentHeader& header() const noexcept { return *static_cast<SegmentHeader*>(base_); }
-  [[nodiscard]] Entry& entry(std::uint32_t i) const noexcept;
-  [[nodiscard]] Slot* ring(std::uint32_t i) const noexcept;
-  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  Mapping() = default;
+  Mapping(void* p, std::size_t n) noexcept : base_(p), size_(n) {}
+  ~Mapping();
+  Mapping(Mapping&& o) noexcept;
+  Mapping& operator=(Mapping&& o) noexcept;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  [[nodiscard]] void* get() const noexcept { return base_; }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
-  [[nodiscard]] void* base() const noexcept { return base_; }
-
-  // Removes the name so no new subscriber can attach; existing mappings stay valid.
-  void unlink() noexcept;
 
  private:
   void* base_ = nullptr;
   std::size_t size_ = 0;
-  std::string path_;
-  bool owner_ = false;
 };
 
-[[nodiscard]] std::string segment_path(const std::string& dir, const std::string& channel);
+// A file descriptor. Move-only; closes on destruction.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) noexcept : fd_(fd) {}
+  ~Fd();
+  Fd(Fd&& o) noexcept;
+  Fd& operator=(Fd&& o) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  [[nodiscard]] int get() const noexcept { return fd_; }
+  [[nodiscard]] int release() noexcept;
+
+ private:
+  int fd_ = -1;
+};
+
+// A memfd of `bytes`, its memory reserved now (a shortage is an error here, not a SIGBUS later),
+// mapped read-write into this process and sealed against resizing; `read_only_for_others` adds
+// F_SEAL_FUTURE_WRITE after mapping. Errors name `what` and the sizes.
+struct SharedMemory {
+  Fd fd;
+  Mapping map;
+};
+[[nodiscard]] SharedMemory create_shared(const std::string& what, std::size_t bytes,
+                                         bool read_only_for_others);
+// A read-only descriptor of the same memory (reopened through /proc/self/fd).
+[[nodiscard]] Fd reopen_read_only(int fd, const std::string& what);
+
+[[nodiscard]] std::string channel_path(const std::string& dir, const std::string& channel);
 // Throws config_error unless the name is 1..64 of [A-Za-z0-9_.-].
 void validate_channel_name(const std::string& channel);
+[[nodiscard]] std::size_t ring_bytes(std::uint64_t capacity) noexcept;
+[[nodiscard]] std::size_t control_bytes() noexcept;
+[[nodiscard]] std::size_t status_bytes() noexcept;
 
-// Process identity robust to pid reuse: the start time in /proc/<pid>/stat (field 22).
-[[nodiscard]] std::optional<std::uint64_t> process_start_time(int pid);
-[[nodiscard]] bool process_alive(int pid, std::uint64_t start_time);
+// Publisher side: a listening socket bound at channel_path, atomically: of publishers racing
+// for one name exactly one wins; the others get Errc::rejected naming the live publisher. A
+// name left by a dead publisher is replaced; anything else at the path (a file, FIFO, symlink,
+// another user's socket) is an error naming what and whose it is.
+struct Listener {
+  Fd fd;
+  std::string path;
+  std::uint64_t dev = 0;  // the name's inode, to remove only our own
+  std::uint64_t ino = 0;
+};
+[[nodiscard]] Listener listen_channel(const std::string& dir, const std::string& channel);
+// Removes the channel's name if it is still ours.
+void unlink_channel(const Listener& l) noexcept;
+
+// Handshake I/O. send_message passes `fds` along (SCM_RIGHTS). receive_message returns the
+// message length (0: peer closed, -1: error with errno) and keeps at most `max_fds` received
+// descriptors (any others are closed: a peer cannot make us hold its files).
+bool send_message(int sock, const void* msg, std::size_t n, const int* fds, std::size_t n_fds) noexcept;
+long receive_message(int sock, void* msg, std::size_t n, std::vector<Fd>& fds, std::size_t max_fds);
+
+// Subscriber side: maps a memfd the publisher handed over after checking it is a regular file of
+// exactly `bytes` that nobody can shrink (no SIGBUS under our reads).
+[[nodiscard]] Mapping map_received(int fd, std::size_t bytes, bool writable, const std::string& what);
+
+// Subscriber side: connects to the channel, waiting up to `timeout` for it to appear, and checks
+// the socket's owner and the listening process's credentials against `publishers`.
+[[nodiscard]] Fd connect_channel(const std::string& dir, const std::string& channel,
+                                 std::chrono::milliseconds timeout, const Allow& publishers,
+                                 PeerCred& publisher);
+
 [[nodiscard]] std::uint64_t monotonic_ns() noexcept;
 
 }  // namespace tickrail::shm

@@ -1,9 +1,10 @@
-// Shared-memory publisher: one segment, one ring per subscriber, each tick copied into every
-// active subscriber's ring.
+// Shared-memory publisher: one ring per subscriber entry, each tick copied into every active
+// subscriber's ring.
 //
-// Two threads touch it: the publishing thread (data path: publish(), which also applies entry
+// Two threads touch it: the publishing thread (data path: publish(), which also applies seat
 // changes, since only it may start or stop writing a ring) and the conductor (control plane:
-// heartbeats, detecting dead subscriber processes; the only one making system calls).
+// heartbeats, the attach handshake, noticing subscribers that left or died; the only one making
+// system calls). They share nothing but private memory: the seats below.
 #pragma once
 
 #include <array>
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "transport/shm/segment.hpp"
 #include "transport/transport.hpp"
@@ -33,11 +35,39 @@ class ShmPublisher final : public detail::PublisherTransport {
   void close() noexcept override;
 
  private:
+  // A subscriber entry, in private memory. Seat state machine (each transition a CAS or a store
+  // by the one thread that owns the state it leaves):
+  //   free -> pending        conductor: handshake done, memory handed over
+  //   pending -> active      data path starts writing the ring
+  //   active -> evicted      data path, disconnect policy
+  //   pending|active|evicted -> leaving    conductor: the subscriber's socket closed
+  //   leaving -> released    data path: it no longer touches the seat
+  //   released -> free       conductor: unmaps the control line
+  enum class SeatState : std::uint32_t { free, pending, active, evicted, leaving, released };
+  struct Seat {
+    std::atomic<std::uint32_t> state{0};
+    std::atomic<bool> dead{false};  // left without saying goodbye
+    // Written by the conductor while free, read after `pending` (acquire).
+    Control* control = nullptr;
+    SlowConsumerPolicy policy = SlowConsumerPolicy::block;
+    std::uint64_t disconnect_after_ns = 0;
+    int pid = 0;
+    // Conductor only.
+    Fd sock;
+    SharedMemory control_memory;
+  };
+  // A connection that has not sent its request yet.
+  struct Knock {
+    Fd sock;
+    PeerCred cred;
+    std::uint64_t deadline_ns = 0;
+  };
+
   // What the data path keeps per subscriber it writes to: everything on its own cache lines.
   struct alignas(kCacheLine) Active {
     Slot* ring = nullptr;
-    Entry* entry = nullptr;
-    std::uint64_t cached_credit = 0;     // last credit read; re-read only when it looks full
+    Control* control = nullptr;
+    std::uint64_t cached_credit = 0;     // last credit read, clamped; re-read only when full
     std::uint64_t full_since = 0;        // Clock ticks; 0 while not full
     std::uint64_t disconnect_ticks = 0;  // disconnect policy: full this long -> evict
     std::uint32_t index = 0;
@@ -47,23 +77,41 @@ class ShmPublisher final : public detail::PublisherTransport {
   void reconcile() noexcept;
   void activate(std::uint32_t index) noexcept;
   void remove_active(std::uint32_t pos) noexcept;
-  void release_entry(std::uint32_t index) noexcept;
   // Returns how many of `want` ticks every block/disconnect subscriber has room for.
   std::uint64_t room(std::uint64_t want, std::uint64_t& blocked) noexcept;
+
   void conductor_loop(std::stop_token st);
+  void accept_knocks();
+  void answer(Knock& k);
+  bool seat_subscriber(Knock& k, const Request& r, Reply& reply);
+  void leave(std::uint32_t index, bool dead);
+  void free_released();
 
   PublisherConfig config_;
-  Segment segment_;
+  Allow allow_;
   std::uint64_t capacity_;
   std::uint64_t mask_;
+  std::uint32_t max_subscribers_;
+
+  SharedMemory status_memory_;
+  Status* status_ = nullptr;
+  Fd status_read_only_;
+  std::vector<SharedMemory> rings_;
+  std::vector<Fd> rings_read_only_;
+  std::array<Seat, kMaxSubscribers> seats_{};
+  mutable std::mutex seats_mutex_;  // conductor's mapping changes vs subscribers()
+  std::vector<Knock> knocks_;       // conductor only
+  Listener listener_;
+
+  // Bumped by the conductor on every seat change; read by publish(): a private line.
+  alignas(kCacheLine) std::atomic<std::uint64_t> generation_{0};
 
   // Data path state (publishing thread only).
-  std::array<Active, kMaxSubscribers> active_{};
+  alignas(kCacheLine) std::array<Active, kMaxSubscribers> active_{};
   std::uint32_t n_active_ = 0;
   std::uint64_t next_seq_ = 1;
   std::uint64_t seen_generation_ = 0;
-  std::uint64_t served_mask_ = 0;  // bit i: entry i is in active_
-  bool closed_ = false;
+  std::uint64_t served_mask_ = 0;  // bit i: seat i is in active_
   PublisherCounters counters_{};
 
   // Read by other threads.

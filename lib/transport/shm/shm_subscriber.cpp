@@ -1,8 +1,10 @@
 #include "transport/shm/shm_subscriber.hpp"
 
+#include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -12,97 +14,108 @@
 
 namespace tickrail::shm {
 namespace {
-constexpr std::uint32_t st(EntryState s) { return static_cast<std::uint32_t>(s); }
+constexpr std::uint32_t st(ControlState s) { return static_cast<std::uint32_t>(s); }
 }  // namespace
 
 ShmSubscriber::ShmSubscriber(const SubscriberConfig& config)
     : config_(config),
-      segment_(Segment::attach(config.shm_dir, config.channel, config.attach_timeout)),
       publisher_timeout_ns_(static_cast<std::uint64_t>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(config.publisher_timeout).count())) {
-  SegmentHeader& h = segment_.header();
-  const std::string what = "subscribe to channel '" + config_.channel + "' (" + segment_.path() + ")";
-  if (config_.ring_capacity != 0 && config_.ring_capacity != h.capacity) {
-    throw Error(Errc::geometry_mismatch, what + ": the channel's rings hold " +
-                                             std::to_string(h.capacity) + " ticks, config asks for " +
-                                             std::to_string(config_.ring_capacity));
+  const std::string what = "subscribe to channel '" + config_.channel + "' (" +
+                           channel_path(config_.shm_dir, config_.channel) + ")";
+  const Allow publishers = Allow::resolve(config_.publisher_users, {},
+                                          static_cast<std::uint32_t>(::geteuid()),
+                                          "subscriber.publisher_users", "");
+  sock_ = connect_channel(config_.shm_dir, config_.channel, config_.attach_timeout, publishers,
+                          publisher_);
+  handshake(what);
+  if (config_.lock_memory && ::mlock(ring_.get(), ring_.size()) != 0) {
+    const int e = errno;
+    close();
+    throw Error(Errc::locked_memory,
+                what + ": lock " + std::to_string(ring_.size()) + " bytes of ring: " + std::strerror(e) +
+                    "; the locked-memory limit is " + std::to_string(memlock_limit()) +
+                    " bytes (raise it with `ulimit -l`, LimitMEMLOCK= in a systemd unit, or "
+                    "/etc/security/limits.conf), or set lock_memory = false");
   }
-  if (h.closed.load(std::memory_order_acquire) != 0 ||
-      !process_alive(h.publisher_pid, h.publisher_start_time)) {
-    throw Error(Errc::peer_gone, what + ": its publisher (pid " + std::to_string(h.publisher_pid) +
-                                     ") is no longer running");
-  }
+  logger()->debug("subscriber: channel '{}' slot {} policy {} (publisher pid {}, uid {})",
+                  config_.channel, index_, to_string(config_.policy), publisher_.pid, publisher_.uid);
+}
 
-  bool claimed = false;
-  for (std::uint32_t i = 0; i < h.max_subscribers && !claimed; ++i) {
-    std::uint32_t expected = st(EntryState::free);
-    if (segment_.entry(i).state.compare_exchange_strong(expected, st(EntryState::claimed),
-                                                        std::memory_order_acq_rel)) {
-      index_ = i;
-      claimed = true;
-    }
-  }
-  if (!claimed) {
-    throw Error(Errc::no_capacity, what + ": all " + std::to_string(h.max_subscribers) +
-                                       " subscriber entries are taken (raise max_subscribers)");
-  }
-  entry_ = &segment_.entry(index_);
-  entry_->policy.store(static_cast<std::uint32_t>(config_.policy), std::memory_order_relaxed);
-  entry_->pid.store(::getpid(), std::memory_order_relaxed);
-  entry_->pid_start_time.store(process_start_time(::getpid()).value_or(0),
-                               std::memory_order_relaxed);
-  entry_->disconnect_after_ns = static_cast<std::uint64_t>(
+void ShmSubscriber::handshake(const std::string& what) {
+  Request r{};
+  r.magic = kMagic;
+  r.version = kVersion;
+  r.policy = static_cast<std::uint32_t>(config_.policy);
+  r.disconnect_after_ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(config_.disconnect_after).count());
-  entry_->reason.store(0, std::memory_order_relaxed);
-  entry_->attach_count.fetch_add(1, std::memory_order_relaxed);
-
-  if (config_.lock_memory) {
-    const std::size_t bytes = h.capacity * sizeof(Slot);
-    if (::mlock(segment_.ring(index_), bytes) != 0) {
-      const int e = errno;
-      close();
-      throw Error(Errc::locked_memory,
-                  what + ": lock " + std::to_string(bytes) + " bytes of ring: " + std::strerror(e) +
-                      "; the locked-memory limit is " + std::to_string(memlock_limit()) +
-                      " bytes (raise it with `ulimit -l`, LimitMEMLOCK= in a systemd unit, or "
-                      "/etc/security/limits.conf), or set lock_memory = false");
-    }
+  r.ring_capacity = config_.ring_capacity;
+  if (!send_message(sock_.get(), &r, sizeof r, nullptr, 0)) throw_errno(errno, what + ": send request");
+  pollfd p{sock_.get(), POLLIN, 0};
+  const int wait_ms = static_cast<int>(std::max<std::int64_t>(config_.attach_timeout.count(), 5000));
+  if (::poll(&p, 1, wait_ms) <= 0) {
+    throw Error(Errc::timed_out, what + ": the publisher (pid " + std::to_string(publisher_.pid) +
+                                     ") did not answer within " + std::to_string(wait_ms) + " ms");
   }
-  entry_->state.store(st(EntryState::requested), std::memory_order_release);
-  h.generation.fetch_add(1, std::memory_order_acq_rel);
-  logger()->debug("subscriber: channel '{}' slot {} policy {}", config_.channel, index_,
-                  to_string(config_.policy));
+  Reply rep{};
+  std::vector<Fd> fds;
+  const long n = receive_message(sock_.get(), &rep, sizeof rep, fds, 3);
+  if (n <= 0) throw Error(Errc::peer_gone, what + ": the publisher closed the connection");
+  if (static_cast<std::size_t>(n) != sizeof rep || rep.magic != kMagic) {
+    throw Error(Errc::bad_magic, what + ": the publisher's answer is not tickrail's");
+  }
+  if (rep.version != kVersion) {
+    throw Error(Errc::version_mismatch, what + ": the publisher speaks protocol version " +
+                                            std::to_string(rep.version) + ", this library " +
+                                            std::to_string(kVersion));
+  }
+  rep.text[sizeof rep.text - 1] = '\0';
+  switch (static_cast<ReplyCode>(rep.code)) {
+    case ReplyCode::ok: break;
+    case ReplyCode::no_capacity: throw Error(Errc::no_capacity, what + ": " + rep.text);
+    case ReplyCode::geometry_mismatch: throw Error(Errc::geometry_mismatch, what + ": " + rep.text);
+    default: throw Error(Errc::rejected, what + ": the publisher refused: " + rep.text);
+  }
+  if (!is_valid_ring_capacity(rep.capacity) || rep.index >= kMaxSubscribers || fds.size() != 3 ||
+      (config_.ring_capacity != 0 && rep.capacity != config_.ring_capacity)) {
+    throw Error(Errc::geometry_mismatch,
+                what + ": unusable answer (capacity " + std::to_string(rep.capacity) + ", slot " +
+                    std::to_string(rep.index) + ", " + std::to_string(fds.size()) + " descriptors)");
+  }
+  capacity_ = rep.capacity;
+  index_ = rep.index;
+  ring_ = map_received(fds[0].get(), ring_bytes(capacity_), false, what + ": ring");
+  status_ = map_received(fds[1].get(), status_bytes(), false, what + ": status line");
+  control_ = map_received(fds[2].get(), control_bytes(), true, what + ": control line");
+  status_line_ = static_cast<const Status*>(status_.get());
+  control_line_ = static_cast<Control*>(control_.get());
 }
 
 ShmSubscriber::~ShmSubscriber() { close(); }
 
 bool ShmSubscriber::try_start() noexcept {
   if (started_) return true;
-  if (entry_ == nullptr ||
-      entry_->state.load(std::memory_order_acquire) != st(EntryState::active)) {
+  if (control_line_ == nullptr ||
+      control_line_->state.load(std::memory_order_acquire) != st(ControlState::active)) {
     return false;
   }
-  reader_ = RingReader(segment_.ring(index_), segment_.header().capacity,
-                       entry_->start_seq.load(std::memory_order_relaxed), &entry_->credit);
+  reader_ = RingReader(static_cast<Slot*>(ring_.get()), capacity_,
+                       control_line_->start_seq.load(std::memory_order_relaxed), &control_line_->credit);
   started_ = true;
   return true;
 }
 
 SubscriberState ShmSubscriber::state() const noexcept {
-  if (closed_) return SubscriberState::closed;
-  const auto s = static_cast<EntryState>(entry_->state.load(std::memory_order_acquire));
-  if (s == EntryState::evicted) return SubscriberState::evicted;
-  const SegmentHeader& h = segment_.header();
-  if (h.closed.load(std::memory_order_acquire) != 0) return SubscriberState::publisher_gone;
-  const std::uint64_t beat = h.heartbeat_ns.load(std::memory_order_acquire);
+  if (closed_ || control_line_ == nullptr) return SubscriberState::closed;
+  const auto s = control_line_->state.load(std::memory_order_acquire);
+  if (s == st(ControlState::evicted)) return SubscriberState::evicted;
+  if (status_line_->closed.load(std::memory_order_acquire) != 0) return SubscriberState::publisher_gone;
+  const std::uint64_t beat = status_line_->heartbeat_ns.load(std::memory_order_acquire);
   const std::uint64_t now = monotonic_ns();
   if (now > beat && now - beat > publisher_timeout_ns_) return SubscriberState::publisher_gone;
-  switch (s) {
-    case EntryState::claimed:
-    case EntryState::requested: return SubscriberState::connecting;
-    case EntryState::active: return SubscriberState::active;
-    default: return SubscriberState::closed;  // our entry was taken from us
-  }
+  if (s == st(ControlState::requested)) return SubscriberState::connecting;
+  if (s == st(ControlState::active)) return SubscriberState::active;
+  return SubscriberState::closed;
 }
 
 std::string ShmSubscriber::reason() const {
@@ -112,11 +125,11 @@ std::string ShmSubscriber::reason() const {
              "': its ring stayed full for longer than disconnect_after (" +
              std::to_string(config_.disconnect_after.count()) + " ms)";
     case SubscriberState::publisher_gone:
-      if (segment_.header().closed.load(std::memory_order_acquire) != 0) {
+      if (status_line_->closed.load(std::memory_order_acquire) != 0) {
         return "the publisher closed channel '" + config_.channel + "'";
       }
       return "the publisher of channel '" + config_.channel + "' (pid " +
-             std::to_string(segment_.header().publisher_pid) + ") has been silent for more than " +
+             std::to_string(publisher_.pid) + ") has been silent for more than " +
              std::to_string(config_.publisher_timeout.count()) + " ms";
     case SubscriberState::closed: return "closed";
     default: return {};
@@ -124,19 +137,11 @@ std::string ShmSubscriber::reason() const {
 }
 
 void ShmSubscriber::close() noexcept {
-  if (closed_ || entry_ == nullptr) {
-    closed_ = true;
-    return;
-  }
+  if (closed_) return;
   closed_ = true;
-  std::uint32_t s = entry_->state.load(std::memory_order_acquire);
-  while (s != st(EntryState::free) && s != st(EntryState::dead) &&
-         s != st(EntryState::detaching)) {
-    if (entry_->state.compare_exchange_weak(s, st(EntryState::detaching),
-                                            std::memory_order_acq_rel)) {
-      segment_.header().generation.fetch_add(1, std::memory_order_acq_rel);
-      break;
-    }
+  if (sock_.get() >= 0) {
+    (void)send_message(sock_.get(), &kBye, 1, nullptr, 0);
+    sock_ = Fd();
   }
 }
 

@@ -34,10 +34,19 @@ class ShmSubscriber final : public detail::SubscriberTransport {
   [[nodiscard]] std::uint32_t slot() const noexcept { return index_; }
 
  private:
+  void handshake(const std::string& what);
+
   SubscriberConfig config_;
-  Segment segment_;
-  Entry* entry_ = nullptr;
+  PeerCred publisher_;  // the kernel's word, checked against publisher_users
+  Fd sock_;
+  // Validated once from the handshake and the descriptors' sizes; never re-read.
+  std::uint64_t capacity_ = 0;
   std::uint32_t index_ = 0;
+  Mapping ring_;     // read-only
+  Mapping status_;   // read-only
+  Mapping control_;  // ours: the credit word
+  const Status* status_line_ = nullptr;
+  Control* control_line_ = nullptr;
   // The reader is built once the publisher has chosen our first sequence (on activation).
   bool try_start() noexcept;
 

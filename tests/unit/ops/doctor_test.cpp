@@ -607,3 +607,29 @@ TEST_CASE("cpuBusyIsTheNonIdleShareBetweenTwoSamples") {
   CHECK_FALSE(cpu_busy(stat_text(10, 100), stat_text(60, 150), 9).has_value());  // no such cpu
   CHECK_FALSE(cpu_busy("", "", 3).has_value());
 }
+
+TEST_CASE("shmRingMemoryIsCheckedAgainstWhatTheHostHasAvailable") {
+  TempDir t("doctor");
+  t.write("proc/meminfo", "MemTotal:       1048576 kB\nMemAvailable:     65536 kB\n");
+  std::filesystem::create_directories(t / "dev/shm");
+  Options o;
+  o.root = t.path();
+  o.publisher = PublisherConfig{};
+  o.publisher->max_subscribers = 8;
+  SECTION("64 MiB available, 8 rings of 2^18 slots (128 MiB): fail at start") {
+    o.publisher->ring_capacity = 1 << 18;
+    const auto fs = check_shm_memory(o);
+    const Finding& f = only(fs, "shm.memory");
+    CHECK(f.level == Level::fail);
+    CHECK(contains(f.message, "64.0 MiB"));
+    CHECK(contains(f.fix, "ring_capacity"));
+    CHECK(only(fs, "shm.dir").level == Level::ok);
+  }
+  SECTION("the default geometry fits") {
+    CHECK(only(check_shm_memory(o), "shm.memory").level == Level::ok);
+  }
+  SECTION("a shm_dir that does not exist") {
+    o.publisher->shm_dir = "/nowhere";
+    CHECK(only(check_shm_memory(o), "shm.dir").level == Level::fail);
+  }
+}

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -521,4 +522,29 @@ TEST_CASE("theLongestIntervalBetweenPollsIsRecorded") {
   }));
   (void)sub.poll([](const Tick&) {});
   CHECK(gap_ns() >= static_cast<double>(want.count()));
+}
+
+TEST_CASE("aStatFileIsReadableByOwnerAndGroupOnly") {
+  Dirs d;
+  Publisher pub(pub_config(d, "statmode" + std::to_string(::getpid())));
+  struct stat st {};
+  REQUIRE(::stat(stats::stat_path(d.stat.path(), ::getpid()).c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0640);
+}
+
+TEST_CASE("aFifoOrSymlinkNamedLikeAStatFileIsReportedWithoutHanging") {
+  Dirs d;
+  const std::string fifo = stats::stat_path(d.stat.path(), 1);
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  const std::string link = stats::stat_path(d.stat.path(), 2);
+  REQUIRE(::symlink("/etc/passwd", link.c_str()) == 0);
+  const auto ps = scan_dir(d);  // opening the FIFO used to block here for ever
+  REQUIRE(ps.size() == 2);
+  for (const auto& p : ps) {
+    CHECK(p.status == stats::ProcessStatus::incompatible);
+    CHECK_FALSE(p.removed);
+  }
+  CHECK(ps[0].note.find("not a regular file") != std::string::npos);
+  CHECK(file_exists(fifo));
+  CHECK(::access(link.c_str(), F_OK) == 0);
 }

@@ -273,57 +273,6 @@ TEST_CASE("attachWaitsForAPublisherThatStartsLate") {
   REQUIRE(wait_for_subscribers(*pub, 1));
 }
 
-namespace {
-// Rewrites bytes of a live segment the way a foreign or older program would have left it.
-void poke(const std::string& channel, std::size_t offset, const void* bytes, std::size_t n) {
-  const std::string path = "/dev/shm/tickrail." + channel;
-  const int fd = ::open(path.c_str(), O_RDWR);
-  REQUIRE(fd >= 0);
-  REQUIRE(::pwrite(fd, bytes, n, static_cast<off_t>(offset)) == static_cast<ssize_t>(n));
-  ::close(fd);
-}
-}  // namespace
-
-TEST_CASE("segmentOfAnotherVersionIsRejected") {
-  const auto ch = unique_channel("version");
-  Publisher pub(pub_config(ch));
-  const std::uint32_t v = 999;
-  poke(ch, 8, &v, sizeof v);
-  try {
-    Subscriber s(sub_config(ch));
-    FAIL("attached to a segment of another version");
-  } catch (const Error& e) {
-    REQUIRE(e.code() == Errc::version_mismatch);
-    REQUIRE_THAT(e.what(), Catch::Contains("999"));
-  }
-}
-
-TEST_CASE("segmentWithoutOurMagicIsRejected") {
-  const auto ch = unique_channel("magic");
-  Publisher pub(pub_config(ch));
-  const std::uint64_t m = 0x1234;
-  poke(ch, 0, &m, sizeof m);
-  try {
-    Subscriber s(sub_config(ch));
-    FAIL("attached to a foreign segment");
-  } catch (const Error& e) {
-    REQUIRE(e.code() == Errc::bad_magic);
-  }
-}
-
-TEST_CASE("truncatedSegmentIsRejected") {
-  const auto ch = unique_channel("trunc");
-  Publisher pub(pub_config(ch));
-  REQUIRE(::truncate(("/dev/shm/tickrail." + ch).c_str(), 8192) == 0);
-  try {
-    Subscriber s(sub_config(ch));
-    FAIL("attached to a truncated segment");
-  } catch (const Error& e) {
-    REQUIRE(e.code() == Errc::truncated);
-    REQUIRE_THAT(e.what(), Catch::Contains("8192"));
-  }
-}
-
 TEST_CASE("ringGeometryMismatchIsRejected") {
   const auto ch = unique_channel("geom");
   Publisher pub(pub_config(ch, 64));

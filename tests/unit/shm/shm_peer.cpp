@@ -1,10 +1,21 @@
 // A second process for the shared-memory tests: a subscriber or a publisher that runs until
-// killed (bounded by a deadline), printing "ready" once attached.
+// killed (bounded by a deadline), printing "ready" once attached, or "error: ..." when it cannot.
 //   shm_peer sub CHANNEL POLICY      attaches and consumes slowly
 //   shm_peer pub CHANNEL             publishes a tick every millisecond
+//   shm_peer count CHANNEL N         attaches, receives N ticks, prints "got K in order|gap"
+//   shm_peer pub-locked CHANNEL DIR  a publisher with lock_memory under RLIMIT_MEMLOCK 0
+//   shm_peer pub-big CHANNEL DIR     a publisher whose rings exceed RLIMIT_FSIZE (1 MiB)
+// With TICKRAIL_PEER_UID set (and root), it first becomes that user: another uid, made by the test.
+#include <grp.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 
 #include "tickrail/publisher.hpp"
@@ -13,34 +24,89 @@
 using namespace tickrail;
 using namespace std::chrono_literals;
 
+namespace {
+
+void say(const std::string& s) {
+  std::printf("%s\n", s.c_str());
+  std::fflush(stdout);
+}
+
+void become_user() {
+  const char* uid = std::getenv("TICKRAIL_PEER_UID");
+  if (uid == nullptr) return;
+  const auto id = static_cast<uid_t>(std::strtoul(uid, nullptr, 10));
+  if (::setgroups(0, nullptr) != 0 || ::setgid(id) != 0 || ::setuid(id) != 0) {
+    say(std::string("error: cannot become uid ") + uid);
+    std::exit(3);
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: shm_peer sub CHANNEL POLICY | pub CHANNEL\n");
+    std::fprintf(stderr, "usage: shm_peer sub CHANNEL POLICY | pub CHANNEL | count CHANNEL N\n");
     return 2;
   }
+  become_user();
+  const std::string mode = argv[1];
   const auto deadline = std::chrono::steady_clock::now() + 120s;
   try {
-    if (std::strcmp(argv[1], "sub") == 0 && argc >= 4) {
+    if (mode == "sub" && argc >= 4) {
       SubscriberConfig c;
       c.channel = argv[2];
       c.policy = parse_policy(argv[3]);
       c.attach_timeout = 10s;
       Subscriber s(c);
-      std::printf("ready\n");
-      std::fflush(stdout);
+      say("ready");
       while (std::chrono::steady_clock::now() < deadline) {
         (void)s.poll([](const Tick&) {}, 1);
         std::this_thread::sleep_for(1ms);
       }
       return 0;
     }
-    if (std::strcmp(argv[1], "pub") == 0) {
+    if (mode == "count" && argc >= 4) {
+      SubscriberConfig c;
+      c.channel = argv[2];
+      c.attach_timeout = 10s;
+      const std::uint64_t want = std::strtoull(argv[3], nullptr, 10);
+      Subscriber s(c);
+      if (!s.wait_active(10s)) {
+        say("error: never activated");
+        return 1;
+      }
+      say("ready");
+      std::uint64_t got = 0;
+      std::uint64_t expect = 0;
+      bool in_order = true;
+      while (got < want && std::chrono::steady_clock::now() < deadline) {
+        got += s.poll([&](const Tick& t) {
+          in_order = in_order && (expect == 0 || t.seq == expect);
+          expect = t.seq + 1;
+        });
+      }
+      say("got " + std::to_string(got) + (in_order ? " in order" : " gap"));
+      return 0;
+    }
+    if (mode == "pub" || mode == "pub-locked" || mode == "pub-big") {
       PublisherConfig c;
       c.channel = argv[2];
       c.conductor_period = 1ms;
+      if (argc >= 4) c.shm_dir = argv[3];
+      if (mode == "pub-locked") {
+        const rlimit none{0, 0};
+        ::setrlimit(RLIMIT_MEMLOCK, &none);
+        c.lock_memory = true;
+      }
+      if (mode == "pub-big") {
+        ::signal(SIGXFSZ, SIG_IGN);
+        const rlimit small{1 << 20, 1 << 20};
+        ::setrlimit(RLIMIT_FSIZE, &small);
+        c.ring_capacity = 1 << 16;  // 4 MiB a ring
+      }
       Publisher p(c);
-      std::printf("ready\n");
-      std::fflush(stdout);
+      say("ready");
+      if (mode != "pub") return 0;  // those two are expected to fail at start: no need to stay
       Tick t{};
       while (std::chrono::steady_clock::now() < deadline) {
         (void)p.publish(t);
@@ -49,7 +115,7 @@ int main(int argc, char** argv) {
       return 0;
     }
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "shm_peer: %s\n", e.what());
+    say(std::string("error: ") + e.what());
     return 1;
   }
   return 2;
