@@ -58,6 +58,8 @@ void validate(const Options& o) {
   if (o.cpu < -1) bad("cpu", "must be a cpu number, or -1 for none");
   if (o.batch == 0 || o.batch > 65536) bad("batch", std::to_string(o.batch) + " is outside 1..65536");
   if (o.ping_timeout.count() <= 0) bad("ping_timeout_ms", "must be positive");
+  validate_duration("ping_timeout_ms", o.ping_timeout);
+  validate_duration("duration_ms", o.duration);
 }
 
 Recorder::Recorder(double ns_per_tick) : ns_per_tick_(ns_per_tick) {}

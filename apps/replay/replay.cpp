@@ -90,6 +90,9 @@ void validate(const Options& o) {
     bad("burst_length", "must not exceed burst_every");
   }
   if (o.cpu < -1) bad("cpu", "must be a cpu number, or -1 for none");
+  validate_duration("duration_ms", o.duration);
+  validate_duration("wait_timeout_ms", o.wait_timeout);
+  validate_duration("drain_timeout_ms", o.drain_timeout);
   if (o.wait_subscribers > kMaxSubscribers) {
     bad("wait_subscribers", std::to_string(o.wait_subscribers) + " is above " +
                                 std::to_string(kMaxSubscribers));

@@ -1,18 +1,15 @@
 // tickrail-stat: the live counters of every tickrail process on this host (AeronStat's role).
 //
-//   tickrail-stat                  refresh in place every second, like top (Ctrl-C to quit)
+//   tickrail-stat                  refresh in place every second, like top (Ctrl-C to quit: 130)
 //   tickrail-stat --json           one snapshot as JSON, for scripts
 //
 // Each process with a Publisher or Subscriber keeps a counters file, <dir>/tickrail-stat.<pid>.
 // A process that died is reported dead (its last counters shown) and its file is removed.
-#include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <iostream>
-#include <thread>
 
+#include "cli.hpp"
 #include "tickrail/stats.hpp"
 
 using namespace tickrail;
@@ -24,20 +21,21 @@ int main(int argc, char** argv) {
   bool once = false;
   bool keep_dead = false;
   std::uint64_t count = 0;
-  CLI::App app{"tickrail-stat: live counters of the tickrail publishers and subscribers on this host"};
-  app.add_option("--dir", scan.dir, "directory of the counters files ($TICKRAIL_STAT_DIR)")
-      ->capture_default_str();
-  app.add_option("--interval", interval, "seconds between refreshes")
-      ->check(CLI::Range(0.05, 3600.0))
-      ->capture_default_str();
-  app.add_flag("--json", json, "print one snapshot as JSON and exit");
-  app.add_flag("--once", once, "print one snapshot as text and exit");
-  app.add_option("--count", count, "stop after this many refreshes (0: run until interrupted)");
-  app.add_flag("--keep-dead", keep_dead, "report dead processes without removing their files");
-  CLI11_PARSE(app, argc, argv);
-  scan.remove_dead = !keep_dead;
-
-  try {
+  cli::Cli cli("tickrail-stat",
+               "tickrail-stat: live counters of the tickrail publishers and subscribers on this host");
+  cli.option("--dir", "directory of the counters files (default $TICKRAIL_STAT_DIR, else /dev/shm)",
+             [&](const std::string& v) { scan.dir = v; });
+  cli.option("--interval", "seconds between refreshes (0.05..3600, default 1)",
+             [&](const std::string& v) { interval = cli::parse_real(v, "--interval", 0.05, 3600.0); });
+  cli.flag("--json", "print one snapshot as JSON and exit", [&] { json = true; });
+  cli.flag("--once", "print one snapshot as text and exit", [&] { once = true; });
+  cli.option("--count", "stop after this many refreshes (0: run until interrupted)",
+             [&](const std::string& v) { count = cli::parse_unsigned(v, "--count"); });
+  cli.flag("--keep-dead", "report dead processes without removing their files", [&] { keep_dead = true; });
+  if (const auto status = cli.parse(argc, argv)) return *status;
+  return cli.run([&] {
+    cli.apply_overrides();
+    scan.remove_dead = !keep_dead;
     if (json) {
       const auto ps = stats::scan(scan);
       std::printf("%s\n", stats::format_json(ps).c_str());
@@ -47,6 +45,7 @@ int main(int argc, char** argv) {
       std::printf("%s", stats::format_text(stats::scan(scan)).c_str());
       return 0;
     }
+    cli::install_stop_signals();
     std::vector<stats::ProcessSnapshot> before;
     auto t_before = std::chrono::steady_clock::now();
     for (std::uint64_t n = 0; count == 0 || n < count; ++n) {
@@ -63,11 +62,9 @@ int main(int argc, char** argv) {
       before = now;
       t_before = t_now;
       if (count != 0 && n + 1 == count) break;
-      std::this_thread::sleep_for(std::chrono::duration<double>(interval));
+      cli::sleep_unless_stopped(std::chrono::duration<double>(interval));
+      if (cli::stop_requested()) break;
     }
-  } catch (const std::exception& e) {
-    std::cerr << "tickrail-stat: " << e.what() << "\n";
-    return 1;
-  }
-  return 0;
+    return cli::stop_requested() ? cli::kExitInterrupted : cli::kExitOk;
+  });
 }
