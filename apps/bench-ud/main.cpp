@@ -642,9 +642,9 @@ int main(int argc, char** argv) {
               "the K subscribers run elsewhere (tickrail-bench-ud subscribe): wait for them");
   auto* so = app.add_subcommand("subscribe", "K subscriber processes only, for fanout --remote");
   so->add_option("--subscribers", subscribers)->check(CLI::Range(1, 64));
-  so->add_option("--count", count)->check(CLI::Range(1, 1'000'000'000'000));
+  so->add_option("--count", count)->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000'000}));
   f->add_option("--subscribers", subscribers)->check(CLI::Range(1, 64));
-  f->add_option("--count", count)->check(CLI::Range(1, 1'000'000'000'000));
+  f->add_option("--count", count)->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000'000}));
   f->add_option("--batch", batch, "ticks per datagram")->check(CLI::Range(1, 64));
   f->add_option("--rate", rate, "ticks per second, 0: unpaced")->check(CLI::Range(0.0, 1e10));
   if (const auto status = command.parse(argc, argv)) return *status;
