@@ -27,15 +27,6 @@ std::string_view trimmed(std::string_view s) {
   return s;
 }
 
-// what() without the category's text that std::system_error appends (": not found"): the
-// message alone already says what and where.
-std::string message_of(const Error& e) {
-  std::string m = e.what();
-  const std::string tail = ": " + e.code().message();
-  if (m.size() > tail.size() && m.ends_with(tail)) m.resize(m.size() - tail.size());
-  return m;
-}
-
 std::atomic<bool> g_stop{false};
 
 extern "C" void on_stop_signal(int sig) {
@@ -134,6 +125,13 @@ void sleep_unless_stopped(std::chrono::duration<double> d) {
     if (now >= end) return;
     std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(end - now, std::chrono::milliseconds(50)));
   }
+}
+
+std::string message_of(const Error& e) {
+  std::string m = e.what();
+  const std::string tail = ": " + e.code().message();
+  if (m.size() > tail.size() && m.ends_with(tail)) m.resize(m.size() - tail.size());
+  return m;
 }
 
 std::string exit_status_help() {

@@ -114,6 +114,10 @@ class Cli {
   std::vector<Given> given_;
 };
 
+// what() without the category's text that std::system_error appends (": not found"): the
+// message alone says what and where.
+[[nodiscard]] std::string message_of(const Error& e);
+
 // The exit-status table printed at the end of every --help.
 [[nodiscard]] std::string exit_status_help();
 

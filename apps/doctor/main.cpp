@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
                try {
                  o.cpus = parse_cpu_list(v);
                } catch (const Error& e) {
-                 throw Error(Errc::config_error, std::string("--cpus: ") + e.what());
+                 throw Error(Errc::config_error, "--cpus: " + cli::message_of(e));
                }
              });
   cli.option("--device", "check only this RDMA device (e.g. rxe0, mlx5_0)", [&](const std::string& v) { o.device = v; });
@@ -60,7 +60,14 @@ int main(int argc, char** argv) {
       for (const std::string& e : o.config_errors) cli.note("error: " + e);
       if (!o.config_errors.empty()) return cli::kExitUsage;
     }
-    const doctor::Report r = doctor::run(o, only);
+    doctor::Report r;
+    try {
+      r = doctor::run(o, only);
+    } catch (const Error& e) {
+      // The one argument run() rejects is a name in --only that is not a check.
+      if (e.code() != make_error_code(Errc::invalid_argument)) throw;
+      throw Error(Errc::config_error, "--only: " + cli::message_of(e));
+    }
     if (json) {
       std::printf("%s\n", doctor::format_json(r).c_str());
     } else {
