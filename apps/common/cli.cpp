@@ -152,7 +152,7 @@ Cli::Cli(std::string name, const std::string& description)
 void Cli::add_config(const std::string& help) {
   // One file per occurrence: a positional argument after -c FILE is never taken for a config.
   app_.add_option("-c,--config", configs_, help)
-      ->check(CLI::ExistingFile)
+      ->check(CLI::Validator(CLI::ExistingFile).description(""))
       ->allow_extra_args(false)
       ->type_name("FILE");
 }
@@ -163,6 +163,10 @@ CLI::Option* Cli::option(const std::string& names, const std::string& help,
   CLI::Option* o = app_.add_option(names, *text, help);
   given_.push_back({o, std::move(text), std::move(apply)});
   return o;
+}
+
+void Cli::value_names(std::initializer_list<std::pair<const char*, const char*>> names) {
+  for (const auto& [option, value] : names) app_.get_option(option)->type_name(value);
 }
 
 CLI::Option* Cli::flag(const std::string& names, const std::string& help, std::function<void()> apply) {

@@ -74,6 +74,8 @@ class Cli {
   // and checks the text (the parse_* functions above) and stores it.
   CLI::Option* option(const std::string& names, const std::string& help,
                       std::function<void(const std::string&)> apply);
+  // Names the values in --help: {{"--count", "N"}, {"--duration", "S"}}.
+  void value_names(std::initializer_list<std::pair<const char*, const char*>> names);
   // A flag: `apply` runs by apply_overrides() when it was given.
   CLI::Option* flag(const std::string& names, const std::string& help, std::function<void()> apply);
   // An output file option: as option(), and its path is checked by check_outputs().

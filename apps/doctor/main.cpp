@@ -45,6 +45,8 @@ int main(int argc, char** argv) {
   cli.flag("--json", "print the findings as JSON", [&] { json = true; });
   cli.flag("--no-color", "no ANSI colours in the table", [&] { no_color = true; });
   cli.flag("--list", "list the checks and exit", [&] { list = true; });
+  cli.value_names({{"--cpus", "LIST"}, {"--device", "DEV"}, {"--address", "A"}, {"--root", "DIR"},
+                   {"--sample-ms", "MS"}});
   o.busy_sample = std::chrono::milliseconds(200);
   if (const auto status = cli.parse(argc, argv)) return *status;
 

@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "text.hpp"
 #include "tickrail/error.hpp"
 
 namespace tickrail::jitter {
@@ -13,11 +14,7 @@ namespace {
   throw Error(Errc::config_error, std::string(key) + ": " + why);
 }
 
-std::string fmt(const char* f, auto... args) {
-  char buf[512];
-  const int n = std::snprintf(buf, sizeof buf, f, args...);
-  return std::string(buf, static_cast<std::size_t>(std::clamp(n, 0, static_cast<int>(sizeof buf) - 1)));
-}
+using cli::fmt;
 }  // namespace
 
 const char* to_string(Mode m) noexcept {

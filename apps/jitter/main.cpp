@@ -329,6 +329,9 @@ void declare(cli::Cli& cli, jitter::Options& o, SubscriberConfig& sc) {
   cli.output("--svg", "draw latency by percentile to this SVG file", o.svg);
   cli.flag("--mlock", "lock all memory (mlockall) before measuring", [&] { o.lock_memory = true; });
   cli.flag("-q,--quiet", "no live line", [&] { o.live = false; });
+  cli.value_names({{"--transport", "T"}, {"--channel", "NAME"}, {"--policy", "P"}, {"--attach-timeout-ms", "MS"},
+                   {"--mode", "M"}, {"--echo-address", "A"}, {"--echo-group", "G"}, {"--warmup", "N"},
+                   {"--cpu", "N"}, {"--duration", "S"}, {"--count", "N"}});
 }
 
 int jitter_run(const jitter::Options& o, const SubscriberConfig& sc) {

@@ -83,6 +83,10 @@ void declare(cli::Cli& cli, replay::Options& o, PublisherConfig& pc, bool& quiet
              [&](const std::string& v) { o.cpu = static_cast<int>(cli::parse_integer(v, "--cpu", -1, 4095)); });
   cli.output("--json", "write the summary as JSON to this file", o.json);
   cli.flag("-q,--quiet", "no progress line", [&] { quiet = true; });
+  cli.value_names({{"--transport", "T"}, {"--channel", "NAME"}, {"--format", "F"}, {"--speed", "X"},
+                   {"--rate", "N"}, {"--wait-subscribers", "N"}, {"--wait-timeout-ms", "MS"},
+                   {"--count", "N"}, {"--duration", "S"}, {"--seed", "N"}, {"--instruments", "N"},
+                   {"--udp-port", "P"}, {"--batch", "N"}, {"--cpu", "N"}});
 }
 
 int replay_run(const cli::Cli& cli, const replay::Options& o, const PublisherConfig& pc, bool quiet) {

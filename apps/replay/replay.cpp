@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "tickrail/clock.hpp"
+#include "text.hpp"
 #include "tickrail/error.hpp"
 #include "tickrail/feed/csv_reader.hpp"
 #include "tickrail/feed/itch.hpp"
@@ -307,11 +308,7 @@ void Replayer::run(const std::atomic<bool>* stop,
 // ---------------------------------------------------------------------------------------------
 namespace {
 
-std::string fmt(const char* f, auto... args) {
-  char buf[512];
-  const int n = std::snprintf(buf, sizeof buf, f, args...);
-  return std::string(buf, static_cast<std::size_t>(std::clamp(n, 0, static_cast<int>(sizeof buf) - 1)));
-}
+using cli::fmt;
 
 std::string price_text(std::int64_t p) {
   const char* sign = p < 0 ? "-" : "";

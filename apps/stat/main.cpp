@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   cli.option("--count", "stop after this many refreshes (0: run until interrupted)",
              [&](const std::string& v) { count = cli::parse_unsigned(v, "--count"); });
   cli.flag("--keep-dead", "report dead processes without removing their files", [&] { keep_dead = true; });
+  cli.value_names({{"--dir", "DIR"}, {"--interval", "S"}, {"--count", "N"}});
   if (const auto status = cli.parse(argc, argv)) return *status;
   return cli.run([&] {
     cli.apply_overrides();
