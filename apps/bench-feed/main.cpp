@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "tickrail/feed/itch_file.hpp"
 #include "tickrail/feed/itch_writer.hpp"
 #include "tickrail/feed/order_book.hpp"
@@ -84,29 +85,18 @@ int main(int argc, char** argv) {
   std::string file;
   std::uint32_t instruments = 64;
   std::uint32_t depth = 64;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (a == "--messages" && has_value) {
-      messages = std::strtoull(argv[++i], nullptr, 10);
-    } else if (a == "--runs" && has_value) {
-      runs = std::max(1, std::atoi(argv[++i]));
-    } else if (a == "--batch" && has_value) {
-      batch = std::max<std::size_t>(1, std::strtoull(argv[++i], nullptr, 10));
-    } else if (a == "--file" && has_value) {
-      file = argv[++i];
-    } else if (a == "--instruments" && has_value) {
-      instruments = static_cast<std::uint32_t>(std::clamp(std::atoi(argv[++i]), 1, 65535));
-    } else if (a == "--depth" && has_value) {
-      depth = static_cast<std::uint32_t>(std::clamp(std::atoi(argv[++i]), 1, 100'000));
-    } else {
-      std::fprintf(stderr,
-                   "usage: %s [--messages N] [--runs R] [--batch B] [--file PATH] "
-                   "[--instruments I] [--depth D]\n",
-                   argv[0]);
-      return 2;
-    }
-  }
+  cli::Cli command("tickrail-bench-feed",
+                   "tickrail-bench-feed: how fast the feed layer turns ITCH bytes into ticks, on one core");
+  CLI::App& app = command.app();
+  app.add_option("--messages", messages, "ITCH messages generated (default 20000000)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000}));
+  app.add_option("--runs", runs, "timed runs of each case (default 5)")->check(CLI::Range(1, 1000));
+  app.add_option("--batch", batch, "ticks per read (default 1024)")->check(CLI::Range(1, 1'000'000));
+  app.add_option("--file", file, "also write the bytes to this file and time the mapped file path");
+  app.add_option("--instruments", instruments, "synthetic flow: instruments (default 64)")
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--depth", depth, "synthetic flow: book depth (default 64)")->check(CLI::Range(1, 100'000));
+  if (const auto status = command.parse(argc, argv)) return *status;
 
   // Input: a directory spin, then the synthetic order flow encoded as ITCH.
   ItchWriter w(messages * 36);

@@ -14,7 +14,7 @@
 // the host affects them alike. The device and address come from --device/--addr or
 // TICKRAIL_RDMA_DEV/TICKRAIL_RDMA_ADDR (what scripts/rig sets: run it there with
 // `scripts/rig --command 'apps/bench-rc/tickrail-bench-rc'`).
-#include <CLI/CLI.hpp>
+#include "cli.hpp"
 #include <nlohmann/json.hpp>
 
 #include <sched.h>
@@ -265,23 +265,25 @@ int main(int argc, char** argv) {
   Options o;
   o.device = env("TICKRAIL_RDMA_DEV");
   o.addr = env("TICKRAIL_RDMA_ADDR");
-  CLI::App app("tickrail RC transport next to perftest, same device, same run");
+  cli::Cli command("tickrail-bench-rc", "tickrail-bench-rc: tickrail RC transport next to perftest, same device, same run");
+  CLI::App& app = command.app();
   app.add_option("--device", o.device, "RDMA device (default TICKRAIL_RDMA_DEV)");
   app.add_option("--addr", o.addr, "address of the device's interface (default TICKRAIL_RDMA_ADDR)");
-  app.add_option("--rounds", o.rounds, "latency rounds (contenders alternate)");
-  app.add_option("--samples", o.samples, "latency samples per contender per round");
-  app.add_option("--gap-us", o.gap_us, "latency: microseconds between ticks");
-  app.add_option("--ticks", o.ticks, "throughput: ticks per run");
-  app.add_option("--batch", o.batch, "throughput: ticks per publish call");
+  app.add_option("--rounds", o.rounds, "latency rounds (contenders alternate)")->check(CLI::Range(1, 10000));
+  app.add_option("--samples", o.samples, "latency samples per contender per round")
+      ->check(CLI::Range(1, 100'000'000));
+  app.add_option("--gap-us", o.gap_us, "latency: microseconds between ticks")->check(CLI::Range(0, 1'000'000));
+  app.add_option("--ticks", o.ticks, "throughput: ticks per run")->check(CLI::Range(1, 1'000'000'000));
+  app.add_option("--batch", o.batch, "throughput: ticks per publish call")->check(CLI::Range(1, 4096));
   app.add_flag("!--no-split-commit", o.split_commit,
                "memory polling falls back to CQ polling where the device does not report "
                "in-order placement (default: keep memory polling, commit word in a 2nd WRITE)");
   app.add_flag("!--no-perftest", o.perftest, "skip ib_write_lat / ib_write_bw");
   app.add_option("--json", o.json_path, "also write the figures as JSON to this file");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = command.parse(argc, argv)) return *status;
   if (o.addr.empty()) {
     std::cerr << "tickrail-bench-rc: --addr (or TICKRAIL_RDMA_ADDR) is required\n";
-    return 2;
+    return cli::kExitUsage;
   }
   if (o.device.empty()) o.device = "rxe0";
   ::setenv("TICKRAIL_RDMA_ADDR_FOR_PERFTEST", o.addr.c_str(), 1);

@@ -26,7 +26,7 @@
 #include <netdb.h>
 #include <rdma/rdma_cma.h>
 
-#include <CLI/CLI.hpp>
+#include "cli.hpp"
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -610,24 +610,25 @@ int fanout(const Common& c, std::uint32_t subscribers, std::uint64_t count, std:
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tickrail-bench-ud: UD multicast latency, throughput and publisher cost"};
+  cli::Cli command("tickrail-bench-ud", "tickrail-bench-ud: UD multicast latency, throughput and publisher cost");
+  CLI::App& app = command.app();
   app.require_subcommand(1);
   Common c;
   app.add_option("--device", c.device, "RDMA device (default: the one the address is on)");
   app.add_option("--address", c.address, "this host's address on the RDMA device")->required();
-  app.add_option("--port", c.port, "first rdma_cm port for recovery");
-  app.add_option("--timeout", c.timeout_s, "seconds any phase may take");
+  app.add_option("--port", c.port, "first rdma_cm port for recovery")->check(CLI::Range(1, 65534));
+  app.add_option("--timeout", c.timeout_s, "seconds any phase may take")->check(CLI::Range(1, 86400));
   app.add_flag("--json", c.json, "JSON lines instead of a table");
   std::string idle_name = "busy_spin";
   app.add_option("--idle", idle_name, "idle strategy of the polling loops: busy_spin, yield");
   std::uint64_t iters = 10000;
   std::uint64_t warmup = 1000;
   auto* l = app.add_subcommand("lat", "ping-pong latency");
-  l->add_option("--iters", iters);
-  l->add_option("--warmup", warmup);
+  l->add_option("--iters", iters)->check(CLI::Range(1, 1'000'000'000));
+  l->add_option("--warmup", warmup)->check(CLI::Range(0, 1'000'000'000));
   auto* fl = app.add_subcommand("floor", "the same ping-pong in raw verbs, without tickrail");
-  fl->add_option("--iters", iters);
-  fl->add_option("--warmup", warmup);
+  fl->add_option("--iters", iters)->check(CLI::Range(1, 1'000'000'000));
+  fl->add_option("--warmup", warmup)->check(CLI::Range(0, 1'000'000'000));
   bool floor_remote = false;
   fl->add_flag("--remote", floor_remote, "the pong side runs elsewhere (floor-pong)");
   auto* fp = app.add_subcommand("floor-pong", "the floor's pong side alone, for floor --remote");
@@ -640,13 +641,13 @@ int main(int argc, char** argv) {
   f->add_flag("--remote", remote,
               "the K subscribers run elsewhere (tickrail-bench-ud subscribe): wait for them");
   auto* so = app.add_subcommand("subscribe", "K subscriber processes only, for fanout --remote");
-  so->add_option("--subscribers", subscribers);
-  so->add_option("--count", count);
-  f->add_option("--subscribers", subscribers);
-  f->add_option("--count", count);
-  f->add_option("--batch", batch, "ticks per datagram");
-  f->add_option("--rate", rate, "ticks per second, 0: unpaced");
-  CLI11_PARSE(app, argc, argv);
+  so->add_option("--subscribers", subscribers)->check(CLI::Range(1, 64));
+  so->add_option("--count", count)->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000'000}));
+  f->add_option("--subscribers", subscribers)->check(CLI::Range(1, 64));
+  f->add_option("--count", count)->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000'000}));
+  f->add_option("--batch", batch, "ticks per datagram")->check(CLI::Range(1, 64));
+  f->add_option("--rate", rate, "ticks per second, 0: unpaced")->check(CLI::Range(0.0, 1e10));
+  if (const auto status = command.parse(argc, argv)) return *status;
   try {
     c.idle = parse_idle_kind(idle_name);
     if (l->parsed()) return lat(c, iters, warmup);

@@ -17,7 +17,7 @@
 // with counters off runs in the same rounds, and the p50 ratio on/off says what they cost.
 #include <boost/lockfree/spsc_queue.hpp>
 
-#include <CLI/CLI.hpp>
+#include "cli.hpp"
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -240,20 +240,21 @@ std::string cpu_model() {
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"tickrail-bench: shared-memory path vs the cache-line floor and spsc_queue"};
+  cli::Cli command("tickrail-bench", "tickrail-bench: shared-memory path vs the cache-line floor and spsc_queue");
+  CLI::App& app = command.app();
   app.add_option("--rounds", o.rounds, "alternating rounds")->check(CLI::Range(1, 10000));
   app.add_option("--samples", o.samples, "latency samples per contender per round")
       ->check(CLI::Range(100, 100'000'000));
   app.add_option("--gap-ns", o.gap_ns, "latency: ns between sends")->check(CLI::Range(100, 1'000'000));
   app.add_option("--throughput-ticks", o.throughput_ticks, "ticks per throughput round")
       ->check(CLI::Range(1000, 1'000'000'000));
-  app.add_option("--sender-cpu", o.sender_cpu, "core of the sending thread");
-  app.add_option("--receiver-cpu", o.receiver_cpu, "core of the receiving thread");
+  app.add_option("--sender-cpu", o.sender_cpu, "core of the sending thread")->check(CLI::Range(0, 4095));
+  app.add_option("--receiver-cpu", o.receiver_cpu, "core of the receiving thread")->check(CLI::Range(0, 4095));
   app.add_option("--json", o.json_path, "write the figures as JSON to this file");
   app.add_option("--stats", o.stats, "live counters: on, off, or both (compared in the same rounds)")
       ->check(CLI::IsMember({"on", "off", "both"}))
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = command.parse(argc, argv)) return *status;
 
   try {
     const Clock& clk = Clock::instance();

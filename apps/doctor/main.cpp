@@ -4,58 +4,77 @@
 //   tickrail-doctor --config app.toml        ... against one deployment's rings, transport, cores
 //   tickrail-doctor --cpus 2,3 --json        JSON for automation
 //
-// Exit status: 0 when no check FAILs, 1 when one does, 2 on a usage error.
+// Exit status: 0 when no check FAILs, 1 when one does, 2 on a usage or config error.
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
-
 #include <cstdio>
-#include <iostream>
 
+#include "cli.hpp"
 #include "tickrail/affinity.hpp"
 #include "tickrail/doctor.hpp"
 
 using namespace tickrail;
 
 int main(int argc, char** argv) {
+  cli::Cli cli("tickrail-doctor",
+               "tickrail-doctor: checks this host for RDMA, cores, memory and clock settings.\n"
+               "Exit status 1 means a check FAILed (the table says which and how to fix it).");
   doctor::Options o;
-  std::string config, cpus;
+  std::string config;
   std::vector<std::string> only;
   bool json = false, no_color = false, list = false;
-  int sample_ms = 200;
-  CLI::App app{"tickrail-doctor: checks this host for RDMA, cores, memory and clock settings"};
-  app.add_option("--config", config, "a tickrail TOML file: check its transports, rings and cpus");
-  app.add_option("--cpus", cpus, "cores the hot threads run on, e.g. 2,3 or 2-5");
-  app.add_option("--device", o.device, "check only this RDMA device (e.g. rxe0, mlx5_0)");
-  app.add_option("--address", o.address, "local RoCE address whose GID must exist");
-  app.add_option("--only", only, "run only these checks (see --list)");
-  app.add_option("--root", o.root, "directory holding the sys/ and proc/ to read (tests)")
-      ->capture_default_str();
-  app.add_option("--sample-ms", sample_ms, "how long to sample SMT sibling load")
-      ->check(CLI::Range(0, 10000))
-      ->capture_default_str();
-  app.add_flag("--json", json, "print the findings as JSON");
-  app.add_flag("--no-color", no_color, "no ANSI colours in the table");
-  app.add_flag("--list", list, "list the checks and exit");
-  CLI11_PARSE(app, argc, argv);
+  cli.option("--config", "a tickrail TOML file: check its transports, rings and cpus",
+             [&](const std::string& v) { config = v; })
+      ->type_name("FILE");
+  cli.option("--cpus", "cores the hot threads run on, e.g. 2,3 or 2-5",
+             [&](const std::string& v) {
+               try {
+                 o.cpus = parse_cpu_list(v);
+               } catch (const Error& e) {
+                 throw Error(Errc::config_error, "--cpus: " + cli::message_of(e));
+               }
+             });
+  cli.option("--device", "check only this RDMA device (e.g. rxe0, mlx5_0)", [&](const std::string& v) { o.device = v; });
+  cli.option("--address", "local RoCE address whose GID must exist", [&](const std::string& v) { o.address = v; });
+  cli.app().add_option("--only", only, "run only these checks (see --list)")->allow_extra_args(false);
+  cli.option("--root", "directory holding the sys/ and proc/ to read (tests; default /)",
+             [&](const std::string& v) { o.root = v; });
+  cli.option("--sample-ms", "how long to sample SMT sibling load (0..10000, default 200)", [&](const std::string& v) {
+    o.busy_sample = std::chrono::milliseconds(cli::parse_integer(v, "--sample-ms", 0, 10000));
+  });
+  cli.flag("--json", "print the findings as JSON", [&] { json = true; });
+  cli.flag("--no-color", "no ANSI colours in the table", [&] { no_color = true; });
+  cli.flag("--list", "list the checks and exit", [&] { list = true; });
+  cli.value_names({{"--cpus", "LIST"}, {"--device", "DEV"}, {"--address", "A"}, {"--root", "DIR"},
+                   {"--sample-ms", "MS"}});
+  o.busy_sample = std::chrono::milliseconds(200);
+  if (const auto status = cli.parse(argc, argv)) return *status;
 
-  if (list) {
-    for (const doctor::Check& c : doctor::checks()) std::printf("%-11s %s\n", c.name, c.title);
-    return 0;
-  }
-  try {
-    if (!cpus.empty()) o.cpus = parse_cpu_list(cpus);
-    if (!config.empty()) doctor::load_config(config, o);
-    o.busy_sample = std::chrono::milliseconds(sample_ms);
-    const doctor::Report r = doctor::run(o, only);
+  return cli.run([&] {
+    cli.apply_overrides();
+    if (list) {
+      for (const doctor::Check& c : doctor::checks()) std::printf("%-11s %s\n", c.name, c.title);
+      return cli::kExitOk;
+    }
+    if (!config.empty()) {
+      doctor::load_config(config, o);
+      // A config that does not load is the user's to fix before anything is checked.
+      for (const std::string& e : o.config_errors) cli.note("error: " + e);
+      if (!o.config_errors.empty()) return cli::kExitUsage;
+    }
+    doctor::Report r;
+    try {
+      r = doctor::run(o, only);
+    } catch (const Error& e) {
+      // The one argument run() rejects is a name in --only that is not a check.
+      if (e.code() != make_error_code(Errc::invalid_argument)) throw;
+      throw Error(Errc::config_error, "--only: " + cli::message_of(e));
+    }
     if (json) {
       std::printf("%s\n", doctor::format_json(r).c_str());
     } else {
       std::printf("%s", doctor::format_text(r, !no_color && ::isatty(STDOUT_FILENO) != 0).c_str());
     }
-    return r.passed() ? 0 : 1;
-  } catch (const std::exception& e) {
-    std::cerr << "tickrail-doctor: " << e.what() << "\n";
-    return 2;
-  }
+    return r.passed() ? cli::kExitOk : cli::kExitFailure;
+  });
 }

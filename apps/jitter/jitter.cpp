@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "text.hpp"
 #include "tickrail/error.hpp"
 
 namespace tickrail::jitter {
@@ -13,11 +14,7 @@ namespace {
   throw Error(Errc::config_error, std::string(key) + ": " + why);
 }
 
-std::string fmt(const char* f, auto... args) {
-  char buf[512];
-  const int n = std::snprintf(buf, sizeof buf, f, args...);
-  return std::string(buf, static_cast<std::size_t>(std::clamp(n, 0, static_cast<int>(sizeof buf) - 1)));
-}
+using cli::fmt;
 }  // namespace
 
 const char* to_string(Mode m) noexcept {
@@ -58,6 +55,8 @@ void validate(const Options& o) {
   if (o.cpu < -1) bad("cpu", "must be a cpu number, or -1 for none");
   if (o.batch == 0 || o.batch > 65536) bad("batch", std::to_string(o.batch) + " is outside 1..65536");
   if (o.ping_timeout.count() <= 0) bad("ping_timeout_ms", "must be positive");
+  validate_duration("ping_timeout_ms", o.ping_timeout);
+  validate_duration("duration_ms", o.duration);
 }
 
 Recorder::Recorder(double ns_per_tick) : ns_per_tick_(ns_per_tick) {}

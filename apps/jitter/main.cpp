@@ -5,11 +5,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <thread>
 
+#include "cli.hpp"
 #include "jitter.hpp"
 #include "pingpong.hpp"
 #include "tickrail/publisher.hpp"
@@ -24,13 +23,6 @@
 using namespace tickrail;
 
 namespace {
-
-std::atomic<bool> g_stop{false};
-
-extern "C" void on_signal(int) {
-  g_stop.store(true, std::memory_order_relaxed);
-  std::signal(SIGINT, SIG_DFL);
-}
 
 void note(const std::string& s) { std::fprintf(stderr, "tickrail-jitter: %s\n", s.c_str()); }
 
@@ -70,8 +62,7 @@ void one_way(const SubscriberConfig& sc, const jitter::Options& o, jitter::Recor
   Subscriber sub = subscribe(sc);
   note("subscribed to " + info.transport + " channel '" + sc.channel + "' (policy " +
        to_string(sc.policy) + "); measuring one-way latency");
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  cli::install_stop_signals();
 
   const std::uint64_t start = Clock::now();
   const std::uint64_t second = clock.ns_to_ticks(1e9);
@@ -106,7 +97,7 @@ void one_way(const SubscriberConfig& sc, const jitter::Options& o, jitter::Recor
         }
       }
     }
-    if (g_stop.load(std::memory_order_relaxed)) [[unlikely]] {
+    if (cli::stop_requested()) [[unlikely]] {
       info.ended = "interrupted";
       break;
     }
@@ -141,8 +132,12 @@ Subscriber subscribe_retrying(const SubscriberConfig& sc, Publisher* ours) {
   for (;;) {
     try {
       return Subscriber(sc);
-    } catch (const Error&) {
-      if (std::chrono::steady_clock::now() >= deadline) throw;
+    } catch (const Error& e) {
+      // What no retry can change ends the wait at once.
+      if (e.code() == make_error_code(Errc::no_device) || e.code() == make_error_code(Errc::config_error) ||
+          std::chrono::steady_clock::now() >= deadline) {
+        throw;
+      }
       for (int i = 0; i < 50; ++i) {
         if (ours != nullptr) ours->service();
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -162,8 +157,7 @@ void ping(const SubscriberConfig& sc, const jitter::Options& o, jitter::Recorder
   note("publishing pings on " + info.transport + " channel '" + sc.channel +
        "'; waiting for tickrail-jitter --mode echo to answer on '" + ec.channel + "'");
   Subscriber sub = subscribe_retrying(ec, &pub);
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  cli::install_stop_signals();
 
   const std::uint64_t timeout = clock.ns_to_ticks(static_cast<double>(o.ping_timeout.count()) * 1e6);
   const std::uint64_t second = clock.ns_to_ticks(1e9);
@@ -205,7 +199,7 @@ void ping(const SubscriberConfig& sc, const jitter::Options& o, jitter::Recorder
       if (sub.poll(on_echo, 16) == 0 && r.status == PublishStatus::no_subscribers) pub.service();
       now = Clock::now();
       if (spins % 64 == 0 && !answered &&
-          (g_stop.load(std::memory_order_relaxed) || sub.state() == SubscriberState::publisher_gone)) {
+          (cli::stop_requested() || sub.state() == SubscriberState::publisher_gone)) {
         break;
       }
     }
@@ -227,7 +221,7 @@ void ping(const SubscriberConfig& sc, const jitter::Options& o, jitter::Recorder
     } else if (recording) {
       ++info.timeouts;
     }
-    if (g_stop.load(std::memory_order_relaxed)) [[unlikely]] {
+    if (cli::stop_requested()) [[unlikely]] {
       info.ended = "interrupted";
       break;
     }
@@ -271,8 +265,7 @@ int echo(const SubscriberConfig& sc, const jitter::Options& o) {
   Publisher pub(pc);
   note("echoing " + std::string(to_string(sc.transport)) + " channel '" + sc.channel +
        "' back on '" + pc.channel + "'");
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  cli::install_stop_signals();
   std::uint64_t echoed = 0, unsent = 0;
   auto back = [&](const Tick& t) {
     if (pub.publish(t).ok()) {
@@ -296,7 +289,7 @@ int echo(const SubscriberConfig& sc, const jitter::Options& o) {
         break;
       }
     }
-    if (g_stop.load(std::memory_order_relaxed)) [[unlikely]] {
+    if (cli::stop_requested()) [[unlikely]] {
       ended = "interrupted";
       break;
     }
@@ -309,80 +302,45 @@ int echo(const SubscriberConfig& sc, const jitter::Options& o) {
               "yet); ended: %s\n",
               static_cast<unsigned long long>(echoed), static_cast<unsigned long long>(unsent),
               ended.c_str());
-  return 0;
+  return ended == "interrupted" ? cli::kExitInterrupted : cli::kExitOk;
 }
 
-int run(int argc, char** argv) {
-  CLI::App app{
-      "tickrail-jitter: measures the one-way latency and jitter a tickrail subscriber sees.\n"
-      "Ends when the publisher closes the channel (after draining it), after --duration or after\n"
-      "--count ticks. Command-line options override the config files, read in order."};
-  jitter::Options o;
-  SubscriberConfig sc;
-  sc.attach_timeout = std::chrono::milliseconds(10'000);  // wait for the publisher to start
+// Declares every option; each, when given, is written over the config files by cli.resolve().
+void declare(cli::Cli& cli, jitter::Options& o, SubscriberConfig& sc) {
+  cli.add_config("TOML config file ([subscriber], [rdma], [jitter]); repeat -c for several");
+  cli.option("--transport", "shm, rc or ud", [&](const std::string& v) { sc.transport = parse_transport(v, "--transport"); });
+  cli.option("--channel", "channel name", [&](const std::string& v) { sc.channel = v; });
+  cli.option("--policy", "slow-consumer policy: block, drop or disconnect",
+             [&](const std::string& v) { sc.policy = parse_policy(v, "--policy"); });
+  cli.option("--attach-timeout-ms", "wait this long for the channel to appear (default 10000, at most 24 h)",
+             [&](const std::string& v) { sc.attach_timeout = cli::parse_milliseconds(v, "--attach-timeout-ms"); });
+  cli.option("--mode",
+             "one-way (default); pingpong: publish pings and report RTT/2, with the far end "
+             "running --mode echo (for hosts that do not share a clock)",
+             [&](const std::string& v) { o.mode = jitter::parse_mode(v, "--mode"); });
+  cli.option("--echo-address", "pingpong/echo over rc or ud: the echo end's address (default: [rdma] address)",
+             [&](const std::string& v) { o.echo_address = v; });
+  cli.option("--echo-group", "pingpong/echo over ud: the echo stream's group",
+             [&](const std::string& v) { o.echo_group = v; });
+  cli.option("--warmup", "pingpong: pings not recorded after the first echo (1000)",
+             [&](const std::string& v) { o.warmup = cli::parse_unsigned(v, "--warmup"); });
+  cli.option("--cpu", "pin the polling thread to this cpu (-1: do not pin)",
+             [&](const std::string& v) { o.cpu = static_cast<int>(cli::parse_integer(v, "--cpu", -1, 4095)); });
+  cli.option("--duration", "stop after this many seconds (at most 86400)",
+             [&](const std::string& v) { o.duration = cli::parse_seconds(v, "--duration"); });
+  cli.option("--count", "stop after this many ticks (0: no limit)",
+             [&](const std::string& v) { o.count = cli::parse_unsigned(v, "--count"); });
+  cli.output("--json", "write the figures as JSON to this file", o.json);
+  cli.output("--hgrm", "write HdrHistogram's percentile distribution (ns) to this file", o.hgrm);
+  cli.output("--svg", "draw latency by percentile to this SVG file", o.svg);
+  cli.flag("--mlock", "lock all memory (mlockall) before measuring", [&] { o.lock_memory = true; });
+  cli.flag("-q,--quiet", "no live line", [&] { o.live = false; });
+  cli.value_names({{"--transport", "T"}, {"--channel", "NAME"}, {"--policy", "P"}, {"--attach-timeout-ms", "MS"},
+                   {"--mode", "M"}, {"--echo-address", "A"}, {"--echo-group", "G"}, {"--warmup", "N"},
+                   {"--cpu", "N"}, {"--duration", "S"}, {"--count", "N"}});
+}
 
-  std::vector<std::string> configs;
-  std::string transport, channel, policy, mode, json, hgrm, svg;
-  double duration_s = 0;
-  std::uint64_t count = 0;
-  std::int64_t attach_timeout_ms = 0;
-  int cpu = -1;
-  bool quiet = false, lock = false;
-  app.add_option("-c,--config", configs, "TOML config file(s): [subscriber], [rdma], [jitter]")
-      ->check(CLI::ExistingFile);
-  app.add_option("--transport", transport, "shm, rc or ud");
-  app.add_option("--channel", channel, "channel name");
-  app.add_option("--policy", policy, "slow-consumer policy: block, drop or disconnect");
-  app.add_option("--attach-timeout-ms", attach_timeout_ms,
-                 "wait this long for the channel to appear (default 10000)");
-  app.add_option("--mode", mode,
-                 "one-way (default); pingpong: publish pings and report RTT/2, with the far end "
-                 "running --mode echo (for hosts that do not share a clock)");
-  std::string echo_address, echo_group;
-  std::uint64_t warmup = 0;
-  app.add_option("--echo-address", echo_address,
-                 "pingpong/echo over rc or ud: the echo end's address (default: [rdma] address)");
-  app.add_option("--echo-group", echo_group, "pingpong/echo over ud: the echo stream's group");
-  app.add_option("--warmup", warmup, "pingpong: pings not recorded after the first echo (1000)");
-  app.add_option("--cpu", cpu, "pin the polling thread to this cpu");
-  app.add_option("--duration", duration_s, "stop after this many seconds");
-  app.add_option("--count", count, "stop after this many ticks");
-  app.add_option("--json", json, "write the figures as JSON to this file");
-  app.add_option("--hgrm", hgrm, "write HdrHistogram's percentile distribution (ns) to this file");
-  app.add_option("--svg", svg, "draw latency by percentile to this SVG file");
-  app.add_flag("--mlock", lock, "lock all memory (mlockall) before measuring");
-  app.add_flag("-q,--quiet", quiet, "no live line");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-
-  for (const std::string& path : configs) {
-    ConfigFile f(path);
-    read_subscriber_config(f, sc);
-    jitter::read_options(f.section("jitter"), o);
-    f.check_all_read({"publisher", "replay"});
-  }
-  if (app.count("--transport")) sc.transport = parse_transport(transport, "--transport");
-  if (app.count("--channel")) sc.channel = channel;
-  if (app.count("--policy")) sc.policy = parse_policy(policy, "--policy");
-  if (app.count("--attach-timeout-ms")) sc.attach_timeout = std::chrono::milliseconds(attach_timeout_ms);
-  if (app.count("--mode")) o.mode = jitter::parse_mode(mode, "--mode");
-  if (app.count("--cpu")) o.cpu = cpu;
-  if (app.count("--duration")) o.duration = std::chrono::milliseconds(static_cast<std::int64_t>(duration_s * 1e3));
-  if (app.count("--count")) o.count = count;
-  if (app.count("--json")) o.json = json;
-  if (app.count("--hgrm")) o.hgrm = hgrm;
-  if (app.count("--svg")) o.svg = svg;
-  if (app.count("--echo-address")) o.echo_address = echo_address;
-  if (app.count("--echo-group")) o.echo_group = echo_group;
-  if (app.count("--warmup")) o.warmup = warmup;
-  if (o.mode == jitter::Mode::pingpong && o.count == 0 && o.duration.count() == 0) o.count = 100'000;
-  if (lock) o.lock_memory = true;
-  if (quiet) o.live = false;
-  sc.validate();
-  jitter::validate(o);
+int jitter_run(const jitter::Options& o, const SubscriberConfig& sc) {
   const Clock& clock = Clock::instance();
   jitter::RunInfo info;
   info.transport = to_string(sc.transport);
@@ -425,16 +383,34 @@ int run(int argc, char** argv) {
                                 {"poll gap", &rec.poll_gap()}};
     write_text_file(o.svg, format_svg(series, so));
   }
-  return info.ended == "evicted" ? 1 : 0;
+  if (info.ended == "evicted") return cli::kExitFailure;
+  return info.ended == "interrupted" ? cli::kExitInterrupted : cli::kExitOk;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    note(std::string("error: ") + e.what());
-    return 1;
-  }
+  cli::Cli cli("tickrail-jitter",
+               "tickrail-jitter: measures the one-way latency and jitter a tickrail subscriber sees.\n"
+               "Ends when the publisher closes the channel (after draining it), after --duration or\n"
+               "after --count ticks.\n"
+               "Precedence: defaults < config files, in order < environment < command line.");
+  jitter::Options o;
+  SubscriberConfig sc;
+  sc.attach_timeout = std::chrono::milliseconds(10'000);  // wait for the publisher to start
+  declare(cli, o, sc);
+  if (const auto status = cli.parse(argc, argv)) return *status;
+  return cli.run([&] {
+    cli.resolve([&](const std::string& path) {
+      ConfigFile f(path);
+      read_subscriber_config(f, sc);
+      jitter::read_options(f.section("jitter"), o);
+      f.check_all_read({"publisher", "replay"});
+    });
+    if (o.mode == jitter::Mode::pingpong && o.count == 0 && o.duration.count() == 0) o.count = 100'000;
+    sc.validate();
+    jitter::validate(o);
+    cli.check_outputs({{"--json", &o.json}, {"--hgrm", &o.hgrm}, {"--svg", &o.svg}});
+    return jitter_run(o, sc);
+  });
 }

@@ -5,12 +5,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <thread>
 
+#include "cli.hpp"
 #include "replay.hpp"
 #include "tickrail/affinity.hpp"
 #include "tickrail/clock.hpp"
@@ -22,14 +21,6 @@ using namespace tickrail;
 
 namespace {
 
-std::atomic<bool> g_stop{false};
-
-extern "C" void on_signal(int) {
-  g_stop.store(true, std::memory_order_relaxed);
-  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends at once
-}
-
-void note(const std::string& s) { std::fprintf(stderr, "tickrail-replay: %s\n", s.c_str()); }
 
 // Waits (bounded) until every subscriber has consumed what was published, serving the channel.
 void drain(Publisher& pub, std::chrono::milliseconds timeout) {
@@ -43,112 +34,82 @@ void drain(Publisher& pub, std::chrono::milliseconds timeout) {
   }
 }
 
-int run(int argc, char** argv) {
-  CLI::App app{
-      "tickrail-replay: replays a market-data feed through a tickrail publisher.\n"
-      "INPUT is an ITCH 5.0 BinaryFILE (plain or gzip), a pcap/pcapng of ITCH over MoldUDP64, or a\n"
-      "CSV of ticks; without INPUT the built-in synthetic feed is replayed. Command-line options\n"
-      "override the config files, which are read in order."};
-  replay::Options o;
-  PublisherConfig pc;
-
-  std::vector<std::string> configs;
-  std::string input, format, transport, channel, json;
-  double speed = 0, rate = 0, duration_s = 0;
-  std::uint64_t count = 0, seed = 0;
-  std::uint32_t wait_subscribers = 0, instruments = 0, batch = 0;
-  std::int64_t wait_timeout_ms = 0;
-  std::uint16_t udp_port = 0;
-  int cpu = -1;
-  bool quiet = false;
-
-  app.add_option("input", input, "input file (default: the synthetic feed)");
-  app.add_option("-c,--config", configs, "TOML config file(s): [publisher], [rdma], [replay]")
-      ->check(CLI::ExistingFile);
-  app.add_option("--transport", transport, "shm, rc or ud");
-  app.add_option("--channel", channel, "channel name");
-  app.add_option("--format", format, "input format: auto (default), itch, pcap, csv");
-  auto* o_speed = app.add_option("--speed", speed, "pace by the feed's timestamps, X times faster");
-  auto* o_rate = app.add_option("--rate", rate, "pace at a fixed rate, in ticks per second");
-  bool max = false;
-  auto* o_max = app.add_flag("--max", max, "publish as fast as possible");
-  o_speed->excludes(o_rate)->excludes(o_max);
-  o_rate->excludes(o_max);
-  std::string max_gap;
-  app.add_option("--max-gap", max_gap,
-                 "feed pacing: replay any gap in the feed longer than DURATION (10ms, 1s, 5m) "
-                 "as DURATION");
-  app.add_flag("--book", o.book, "publish top-of-book quotes built from the order messages");
-  app.add_flag("--skip-bad", o.skip_bad, "count bad input and go on instead of failing");
-  app.add_option("--wait-subscribers", wait_subscribers,
-                 "wait for N subscribers before starting (default 1)");
-  app.add_option("--wait-timeout-ms", wait_timeout_ms, "how long to wait for them (default 3000)");
-  app.add_option("--count", count, "synthetic feed: ticks to generate (default 5000000)");
-  app.add_option("--duration", duration_s, "stop after this many seconds");
-  app.add_option("--seed", seed, "synthetic feed: random seed");
-  app.add_option("--instruments", instruments, "synthetic feed: instruments");
-  app.add_option("--udp-port", udp_port, "pcap: MoldUDP64 destination port (default: any)");
-  app.add_option("--batch", batch, "ticks per publish call, at most (default 256)");
-  app.add_option("--cpu", cpu, "pin the publishing thread to this cpu");
-  app.add_option("--json", json, "write the summary as JSON to this file");
-  app.add_flag("-q,--quiet", quiet, "no progress line");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-
-  for (const std::string& path : configs) {
-    ConfigFile f(path);
-    read_publisher_config(f, pc);
-    replay::read_options(f.section("replay"), o);
-    f.check_all_read({"subscriber", "jitter"});
-  }
-  if (app.count("input")) o.input = input;
-  if (app.count("--format")) o.format = replay::parse_format(format, "--format");
-  if (app.count("--transport")) pc.transport = parse_transport(transport, "--transport");
-  if (app.count("--channel")) pc.channel = channel;
-  if (app.count("--speed")) {
-    o.pacing = replay::Pacing::feed;
-    o.speed = speed;
-  }
-  if (app.count("--rate")) {
+// Declares every option; each, when given, is written over the config files by cli.resolve().
+void declare(cli::Cli& cli, replay::Options& o, PublisherConfig& pc, bool& quiet) {
+  using cli::parse_unsigned;
+  cli.option("input", "ITCH, pcap or CSV file (default: the synthetic feed)",
+             [&](const std::string& v) { o.input = v; })
+      ->type_name("INPUT");
+  cli.add_config("TOML config file ([publisher], [rdma], [replay]); repeat -c for several");
+  cli.option("--transport", "shm, rc or ud", [&](const std::string& v) { pc.transport = parse_transport(v, "--transport"); });
+  cli.option("--channel", "channel name", [&](const std::string& v) { pc.channel = v; });
+  cli.option("--format", "input format: auto (default), itch, pcap, csv",
+             [&](const std::string& v) { o.format = replay::parse_format(v, "--format"); });
+  auto* speed = cli.option("--speed", "pace by the feed's timestamps, X times faster (default 1)",
+                           [&](const std::string& v) {
+                             o.pacing = replay::Pacing::feed;
+                             o.speed = cli::parse_real(v, "--speed", 1e-6, 1e9);
+                           });
+  auto* rate = cli.option("--rate", "pace at a fixed rate, in ticks per second", [&](const std::string& v) {
     o.pacing = replay::Pacing::rate;
-    o.rate = rate;
-  }
-  if (max) o.pacing = replay::Pacing::max;
-  if (app.count("--max-gap")) o.max_gap = replay::parse_duration(max_gap, "--max-gap");
-  if (app.count("--wait-subscribers")) o.wait_subscribers = wait_subscribers;
-  if (app.count("--wait-timeout-ms")) o.wait_timeout = std::chrono::milliseconds(wait_timeout_ms);
-  if (app.count("--count")) o.synthetic.limit = count;
-  if (app.count("--duration")) o.duration = std::chrono::milliseconds(static_cast<std::int64_t>(duration_s * 1e3));
-  if (app.count("--seed")) o.synthetic.seed = seed;
-  if (app.count("--instruments")) o.synthetic.instruments = instruments;
-  if (app.count("--udp-port")) o.udp_port = udp_port;
-  if (app.count("--batch")) o.batch = batch;
-  if (app.count("--cpu")) o.cpu = cpu;
-  if (app.count("--json")) o.json = json;
-  pc.validate();
-  replay::validate(o);
+    o.rate = cli::parse_real(v, "--rate", 1e-3, 1e10);
+  });
+  auto* max = cli.flag("--max", "publish as fast as possible", [&] { o.pacing = replay::Pacing::max; });
+  speed->excludes(rate)->excludes(max);
+  rate->excludes(max);
+  cli.option("--max-gap",
+             "feed pacing: replay any gap in the feed longer than DURATION (10ms, 1s, 5m) as DURATION",
+             [&](const std::string& v) { o.max_gap = replay::parse_duration(v, "--max-gap"); });
+  cli.flag("--book", "publish top-of-book quotes built from the order messages", [&] { o.book = true; });
+  cli.flag("--skip-bad", "count bad input and go on instead of failing", [&] { o.skip_bad = true; });
+  cli.option("--wait-subscribers", "wait for N subscribers before starting (default 1)",
+             [&](const std::string& v) {
+               o.wait_subscribers = static_cast<std::uint32_t>(parse_unsigned(v, "--wait-subscribers", kMaxSubscribers));
+             });
+  cli.option("--wait-timeout-ms", "how long to wait for them (default 3000, at most 24 h)",
+             [&](const std::string& v) { o.wait_timeout = cli::parse_milliseconds(v, "--wait-timeout-ms"); });
+  cli.option("--count", "synthetic feed: ticks to generate (default 5000000; 0: endless)",
+             [&](const std::string& v) { o.synthetic.limit = parse_unsigned(v, "--count"); });
+  cli.option("--duration", "stop after this many seconds (at most 86400)",
+             [&](const std::string& v) { o.duration = cli::parse_seconds(v, "--duration"); });
+  cli.option("--seed", "synthetic feed: random seed", [&](const std::string& v) { o.synthetic.seed = parse_unsigned(v, "--seed"); });
+  cli.option("--instruments", "synthetic feed: instruments (default 8)", [&](const std::string& v) {
+    o.synthetic.instruments = static_cast<std::uint32_t>(cli::parse_integer(v, "--instruments", 1, 65535));
+  });
+  cli.option("--udp-port", "pcap: MoldUDP64 destination port (default: any)", [&](const std::string& v) {
+    o.udp_port = static_cast<std::uint16_t>(cli::parse_integer(v, "--udp-port", 0, 65535));
+  });
+  cli.option("--batch", "ticks per publish call, at most (default 256)", [&](const std::string& v) {
+    o.batch = static_cast<std::uint32_t>(cli::parse_integer(v, "--batch", 1, 65536));
+  });
+  cli.option("--cpu", "pin the publishing thread to this cpu (-1: do not pin)",
+             [&](const std::string& v) { o.cpu = static_cast<int>(cli::parse_integer(v, "--cpu", -1, 4095)); });
+  cli.output("--json", "write the summary as JSON to this file", o.json);
+  cli.flag("-q,--quiet", "no progress line", [&] { quiet = true; });
+  cli.value_names({{"--transport", "T"}, {"--channel", "NAME"}, {"--format", "F"}, {"--speed", "X"},
+                   {"--rate", "N"}, {"--max-gap", "DURATION"}, {"--wait-subscribers", "N"}, {"--wait-timeout-ms", "MS"},
+                   {"--count", "N"}, {"--duration", "S"}, {"--seed", "N"}, {"--instruments", "N"},
+                   {"--udp-port", "P"}, {"--batch", "N"}, {"--cpu", "N"}});
+}
 
+int replay_run(const cli::Cli& cli, const replay::Options& o, const PublisherConfig& pc, bool quiet) {
   const Clock& clock = Clock::instance();
   if (o.cpu >= 0) {
     const PinResult pin = pin_current_thread(o.cpu);
     if (!pin) throw Error(Errc::invalid_argument, "--cpu: " + pin.message);
-    if (!pin.message.empty()) note("warning: " + pin.message);
+    if (!pin.message.empty()) cli.note("warning: " + pin.message);
   }
 
   std::unique_ptr<feed::TickSource> src = replay::open_input(o);
   Publisher pub(pc);
-  note("publishing " + src->name() + " on " + to_string(pc.transport) + " channel '" +
+  cli.note("publishing " + src->name() + " on " + to_string(pc.transport) + " channel '" +
        pc.channel + "', pacing " + to_string(o.pacing) + "; clock " + clock.describe());
 
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  cli::install_stop_signals();
   if (o.wait_subscribers > 0) {
-    const std::uint32_t have = replay::wait_for_subscribers(pub, o.wait_subscribers, o.wait_timeout, &g_stop);
+    const std::uint32_t have = replay::wait_for_subscribers(pub, o.wait_subscribers, o.wait_timeout, &cli::stop_flag());
     if (have < o.wait_subscribers) {
-      note("warning: " + std::to_string(have) + " of " + std::to_string(o.wait_subscribers) +
+      cli.note("warning: " + std::to_string(have) + " of " + std::to_string(o.wait_subscribers) +
            " subscribers after " + std::to_string(o.wait_timeout.count()) + " ms; starting anyway");
     }
   }
@@ -161,18 +122,18 @@ int run(int argc, char** argv) {
     };
   } else if (!quiet) {
     // Into a pipe or a log: no progress line, but one line when a long gap in the feed begins.
-    progress = [last = std::uint64_t{0}](const replay::ProgressLine& p) mutable {
+    progress = [&cli, last = std::uint64_t{0}](const replay::ProgressLine& p) mutable {
       if (p.wait_ns == 0 || p.wait_feed_ts == last) return;
       last = p.wait_feed_ts;
       const std::string line = replay::progress_text(p);
-      note(line.substr(std::min(line.find_first_not_of(' '), line.size())));
+      cli.note(line.substr(std::min(line.find_first_not_of(' '), line.size())));
     };
   }
 
   replay::Replayer r(o, *src, pub);
   std::string failure;
   try {
-    r.run(&g_stop, progress);
+    r.run(&cli::stop_flag(), progress);
   } catch (const Error& e) {
     failure = e.what();
   }
@@ -190,19 +151,35 @@ int run(int argc, char** argv) {
     write_text_file(o.json, j.dump(2) + "\n");
   }
   if (!failure.empty()) {
-    note("error: " + failure);
-    return 1;
+    cli.note("error: " + failure);
+    return cli::kExitFailure;
   }
-  return 0;
+  return cli::stop_requested() ? cli::kExitInterrupted : cli::kExitOk;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    note(std::string("error: ") + e.what());
-    return 1;
-  }
+  cli::Cli cli("tickrail-replay",
+               "tickrail-replay: replays a market-data feed through a tickrail publisher.\n"
+               "INPUT is an ITCH 5.0 BinaryFILE (plain or gzip), a pcap/pcapng of ITCH over MoldUDP64,\n"
+               "or a CSV of ticks; without INPUT the built-in synthetic feed is replayed.\n"
+               "Precedence: defaults < config files, in order < environment < command line.");
+  replay::Options o;
+  PublisherConfig pc;
+  bool quiet = false;
+  declare(cli, o, pc, quiet);
+  if (const auto status = cli.parse(argc, argv)) return *status;
+  return cli.run([&] {
+    cli.resolve([&](const std::string& path) {
+      ConfigFile f(path);
+      read_publisher_config(f, pc);
+      replay::read_options(f.section("replay"), o);
+      f.check_all_read({"subscriber", "jitter"});
+    });
+    pc.validate();
+    replay::validate(o);
+    cli.check_outputs({{"--json", &o.json}});
+    return replay_run(cli, o, pc, quiet);
+  });
 }

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "tickrail/clock.hpp"
+#include "text.hpp"
 #include "tickrail/error.hpp"
 #include "tickrail/feed/csv_reader.hpp"
 #include "tickrail/feed/itch.hpp"
@@ -168,12 +169,16 @@ void validate(const Options& o) {
   if (!(o.speed > 0) || !std::isfinite(o.speed)) bad("speed", "must be a positive number");
   if (!(o.rate > 0) || !std::isfinite(o.rate)) bad("rate", "must be a positive number");
   if (o.max_gap.count() < 0) bad("max_gap", "must not be negative");
+  validate_duration("max_gap", std::chrono::duration_cast<std::chrono::milliseconds>(o.max_gap));
   if (o.batch == 0 || o.batch > 65536) bad("batch", std::to_string(o.batch) + " is outside 1..65536");
   if (o.synthetic.instruments == 0) bad("instruments", "must be at least 1");
   if (o.synthetic.burst_length > o.synthetic.burst_every) {
     bad("burst_length", "must not exceed burst_every");
   }
   if (o.cpu < -1) bad("cpu", "must be a cpu number, or -1 for none");
+  validate_duration("duration_ms", o.duration);
+  validate_duration("wait_timeout_ms", o.wait_timeout);
+  validate_duration("drain_timeout_ms", o.drain_timeout);
   if (o.wait_subscribers > kMaxSubscribers) {
     bad("wait_subscribers", std::to_string(o.wait_subscribers) + " is above " +
                                 std::to_string(kMaxSubscribers));
@@ -419,11 +424,7 @@ void Replayer::run(const std::atomic<bool>* stop,
 // ---------------------------------------------------------------------------------------------
 namespace {
 
-std::string fmt(const char* f, auto... args) {
-  char buf[512];
-  const int n = std::snprintf(buf, sizeof buf, f, args...);
-  return std::string(buf, static_cast<std::size_t>(std::clamp(n, 0, static_cast<int>(sizeof buf) - 1)));
-}
+using cli::fmt;
 
 std::string price_text(std::int64_t p) {
   const char* sign = p < 0 ? "-" : "";

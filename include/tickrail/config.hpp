@@ -32,6 +32,13 @@ enum class SlowConsumerPolicy : std::uint8_t {
 
 inline constexpr std::uint32_t kMaxSubscribers = 64;
 
+// The longest duration or timeout any config key accepts (24 h): every duration is converted to
+// clock ticks and added to a time point, which must not overflow.
+inline constexpr std::chrono::milliseconds kMaxDuration{86'400'000};
+// Throws Error(config_error) "key: N is outside min..86400000 (24 h)" for a duration outside
+// [min, kMaxDuration]: for programs' own duration keys.
+void validate_duration(std::string_view key, std::chrono::milliseconds d, std::int64_t min = 0);
+
 // How an RC subscriber learns that a tick arrived.
 enum class RcPolling : std::uint8_t {
   memory,  // spin on the commit word of the next slot (needs in-order data placement)
@@ -67,6 +74,8 @@ struct RdmaConfig {
   std::uint32_t reorder_buffer = 4096;            // subscriber: ticks held while a gap is filled
   std::uint32_t late_join_recover = 0;            // subscriber: recover the last K ticks on join
   std::uint32_t recv_buffers = 512;               // subscriber: receive buffers posted
+
+  void validate() const;  // throws Error(config_error) naming "rdma.<key>"
 };
 
 struct PublisherConfig {

@@ -72,7 +72,8 @@ struct Options {
 };
 
 // Reads a tickrail TOML file (config_file.hpp) into `o`: publisher and subscriber settings, and
-// the `cpu` of the [replay] and [jitter] sections. Errors go to o.config_errors.
+// the `cpu` of the [replay] and [jitter] sections. Errors, an unknown key or table among them
+// (the [replay] and [jitter] keys are left to those programs), go to o.config_errors.
 void load_config(const std::string& path, Options& o);
 
 // The checks, in the order run() runs them.

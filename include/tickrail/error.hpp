@@ -28,6 +28,7 @@ enum class Errc {
   closed,               // the object was closed
   parse_error,          // input data that does not decode
   unsupported,          // the device or host cannot do what was asked
+  no_device,            // rc or ud asked for on a host without an RDMA device (tickrail-doctor)
 };
 
 [[nodiscard]] const std::error_category& tickrail_category() noexcept;

@@ -8,7 +8,20 @@ namespace {
 [[noreturn]] void bad(std::string_view key, const std::string& why) {
   throw Error(Errc::config_error, std::string(key) + ": " + why);
 }
+// A duration key: from `min` (0 or 1 of its unit) up to kMaxDuration.
+template <class Rep, class Period>
+void check_duration(std::string_view key, std::chrono::duration<Rep, Period> d, Rep min) {
+  const auto max = std::chrono::duration_cast<std::chrono::duration<Rep, Period>>(kMaxDuration);
+  if (d.count() < min || d > max) {
+    bad(key, std::to_string(d.count()) + " is outside " + std::to_string(min) + ".." +
+                 std::to_string(max.count()) + " (24 h)");
+  }
+}
 }  // namespace
+
+void validate_duration(std::string_view key, std::chrono::milliseconds d, std::int64_t min) {
+  check_duration(key, d, static_cast<std::chrono::milliseconds::rep>(min));
+}
 
 const char* to_string(TransportKind t) noexcept {
   switch (t) {
@@ -56,6 +69,15 @@ SlowConsumerPolicy parse_policy(std::string_view s, std::string_view key) {
   bad(key, "unknown policy '" + std::string(s) + "' (expected block, drop or disconnect)");
 }
 
+void RdmaConfig::validate() const {
+  check_duration("rdma.connect_timeout_ms", connect_timeout, std::int64_t{1});
+  check_duration("rdma.heartbeat_interval_ms", heartbeat_interval, std::int64_t{1});
+  // A partial datagram waits at most this long: a second is already far beyond any use.
+  if (batch_delay.count() < 0 || batch_delay > std::chrono::seconds(1)) {
+    bad("rdma.batch_delay_ns", std::to_string(batch_delay.count()) + " is outside 0..1000000000 (1 s)");
+  }
+}
+
 void PublisherConfig::validate() const {
   if (channel.empty()) bad("channel", "must not be empty");
   if (max_subscribers == 0 || max_subscribers > kMaxSubscribers) {
@@ -69,6 +91,7 @@ void PublisherConfig::validate() const {
     bad("conductor_period_ms", std::to_string(conductor_period.count()) + " is outside 1..1000");
   }
   if (shm_dir.empty()) bad("shm_dir", "must not be empty");
+  rdma.validate();
 }
 
 void SubscriberConfig::validate() const {
@@ -76,10 +99,11 @@ void SubscriberConfig::validate() const {
   if (ring_capacity != 0 && !is_valid_ring_capacity(ring_capacity)) {
     bad("ring_capacity", std::to_string(ring_capacity) + " is not 0 or a power of two from 2 to 2^30");
   }
-  if (disconnect_after.count() <= 0) bad("disconnect_after_ms", "must be positive");
-  if (attach_timeout.count() < 0) bad("attach_timeout_ms", "must not be negative");
-  if (publisher_timeout.count() <= 0) bad("publisher_timeout_ms", "must be positive");
+  check_duration("disconnect_after_ms", disconnect_after, std::int64_t{1});
+  check_duration("attach_timeout_ms", attach_timeout, std::int64_t{0});
+  check_duration("publisher_timeout_ms", publisher_timeout, std::int64_t{1});
   if (shm_dir.empty()) bad("shm_dir", "must not be empty");
+  rdma.validate();
 }
 
 }  // namespace tickrail

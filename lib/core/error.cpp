@@ -25,6 +25,7 @@ class Category final : public std::error_category {
       case Errc::closed: return "closed";
       case Errc::parse_error: return "parse error";
       case Errc::unsupported: return "unsupported";
+      case Errc::no_device: return "no RDMA device";
     }
     return "unknown tickrail error";
   }

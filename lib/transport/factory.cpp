@@ -1,6 +1,7 @@
 // The one place that knows every transport.
 #include "tickrail/error.hpp"
 #include "transport/shm/shm_publisher.hpp"
+#include "transport/rdma/verbs.hpp"
 #include "transport/rdma/rc/rc_publisher.hpp"
 #include "transport/rdma/rc/rc_subscriber.hpp"
 #include "transport/rdma/ud/ud_publisher.hpp"
@@ -12,6 +13,7 @@ namespace tickrail::detail {
 
 std::unique_ptr<PublisherTransport> make_publisher_transport(const PublisherConfig& config) {
   config.validate();
+  if (config.transport != TransportKind::shm) rdma::require_device(config.rdma.device, to_string(config.transport));
   switch (config.transport) {
     case TransportKind::shm: return std::make_unique<shm::ShmPublisher>(config);
     case TransportKind::ud: return std::make_unique<rdma::ud::UdPublisher>(config);
@@ -23,6 +25,7 @@ std::unique_ptr<PublisherTransport> make_publisher_transport(const PublisherConf
 
 std::unique_ptr<SubscriberTransport> make_subscriber_transport(const SubscriberConfig& config) {
   config.validate();
+  if (config.transport != TransportKind::shm) rdma::require_device(config.rdma.device, to_string(config.transport));
   switch (config.transport) {
     case TransportKind::shm: return std::make_unique<shm::ShmSubscriber>(config);
     case TransportKind::ud: return std::make_unique<rdma::ud::UdSubscriber>(config);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <memory>
 #include <thread>
@@ -51,6 +52,28 @@ std::vector<std::string> device_names() {
   std::vector<std::string> names;
   for (int i = 0; i < count; ++i) names.emplace_back(ibv_get_device_name(list[i]));
   return names;
+}
+
+void require_device(std::string_view configured, std::string_view transport) {
+  const std::vector<std::string> present = device_names();
+  const char* missing = nullptr;
+  if (present.empty()) {
+    missing = "/sys/class/infiniband";
+  } else if (::access("/dev/infiniband/rdma_cm", F_OK) != 0) {
+    missing = "/dev/infiniband/rdma_cm";
+  }
+  if (missing != nullptr) {
+    throw Error(Errc::no_device, std::string("no RDMA device found (") + missing +
+                                     " missing): this host cannot use transport " +
+                                     std::string(transport) + "; run tickrail-doctor");
+  }
+  if (configured.empty()) return;
+  for (const std::string& n : present) {
+    if (n == configured) return;
+  }
+  throw Error(Errc::not_found, "rdma.device = '" + std::string(configured) +
+                                   "': no such RDMA device (devices present: " + joined(present) +
+                                   "); run tickrail-doctor");
 }
 
 std::string device_name(const ibv_context* ctx) {

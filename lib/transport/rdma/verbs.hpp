@@ -34,6 +34,11 @@ namespace tickrail::rdma {
 // Names of the RDMA devices present; empty when there are none, including on a kernel without
 // RDMA support.
 [[nodiscard]] std::vector<std::string> device_names();
+// The one check before an RDMA transport touches verbs or rdma_cm: throws Error(no_device)
+// "no RDMA device found (... missing): this host cannot use transport <transport>; run
+// tickrail-doctor" when the host has no device (or no /dev/infiniband/rdma_cm), and
+// Error(not_found) when `configured` (rdma.device, may be empty) is not one of its devices.
+void require_device(std::string_view configured, std::string_view transport);
 
 // An open device (ibv_context).
 class Context {

@@ -294,3 +294,43 @@ TEST_CASE("loadersReadFilesAndCheckTheirSections", "[config_file]") {
     CHECK_THAT(e.what(), Catch::Contains("/nonexistent/tickrail.toml"));
   }
 }
+
+TEST_CASE("durationsBeyond24HoursAreRejectedNamingFileLineAndKey", "[config_file]") {
+  // 18446744073710 ms is ~2^64 ns: converted to clock ticks it overflowed, so a subscriber gave
+  // up at once or was evicted after a short stall.
+  for (const char* key : {"publisher_timeout_ms", "disconnect_after_ms", "attach_timeout_ms"}) {
+    ConfigFile f("[subscriber]\n" + std::string(key) + " = 18446744073710\n", "sub.toml");
+    SubscriberConfig c;
+    const std::string m = config_error_of([&] { read_subscriber_config(f, c); });
+    CHECK_THAT(m, Catch::Contains("sub.toml:2:1: subscriber." + std::string(key)) &&
+                      Catch::Contains("..86400000 (24 h)"));
+  }
+  ConfigFile rdma("[rdma]\nconnect_timeout_ms = 86400001\n", "pub.toml");
+  PublisherConfig pc;
+  CHECK_THAT(config_error_of([&] { read_publisher_config(rdma, pc); }),
+             Catch::Contains("pub.toml:2:1: rdma.connect_timeout_ms"));
+  ConfigFile delay("[rdma]\nbatch_delay_ns = 1000000001\n", "pub.toml");
+  PublisherConfig fresh;
+  CHECK_THAT(config_error_of([&] { read_publisher_config(delay, fresh); }),
+             Catch::Contains("pub.toml:2:1: rdma.batch_delay_ns"));
+
+  // 24 h itself is accepted; 0 only where it means "do not wait".
+  ConfigFile edge("[subscriber]\nattach_timeout_ms = 86400000\npublisher_timeout_ms = 86400000\n", "edge.toml");
+  SubscriberConfig e;
+  read_subscriber_config(edge, e);
+  CHECK(e.attach_timeout == kMaxDuration);
+  ConfigFile zero("[subscriber]\npublisher_timeout_ms = 0\n", "zero.toml");
+  CHECK_THAT(config_error_of([&] { read_subscriber_config(zero, e); }), Catch::Contains("publisher_timeout_ms"));
+}
+
+TEST_CASE("validateRejectsDurationsBeyond24HoursSetInCode", "[config_file]") {
+  SubscriberConfig s;
+  s.disconnect_after = std::chrono::milliseconds(18446744073710);
+  CHECK_THAT(config_error_of([&] { s.validate(); }), Catch::Contains("disconnect_after_ms"));
+  PublisherConfig p;
+  p.rdma.heartbeat_interval = std::chrono::milliseconds(INT64_MAX);
+  CHECK_THAT(config_error_of([&] { p.validate(); }), Catch::Contains("rdma.heartbeat_interval_ms"));
+  CHECK_THAT(config_error_of([] { validate_duration("wait_timeout_ms", std::chrono::milliseconds(-1)); }),
+             Catch::Contains("wait_timeout_ms: -1 is outside 0..86400000"));
+  validate_duration("wait_timeout_ms", kMaxDuration);
+}

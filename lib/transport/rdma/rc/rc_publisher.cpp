@@ -123,16 +123,7 @@ RcPublisher::RcPublisher(const PublisherConfig& config)
   }
   const std::string what = "publish channel '" + config_.channel + "' over RC at " + r.address +
                            ":" + std::to_string(r.port);
-  if (!r.device.empty()) {
-    const auto names = rdma::device_names();
-    if (std::find(names.begin(), names.end(), r.device) == names.end()) {
-      std::string present;
-      for (const auto& n : names) present += (present.empty() ? "" : ", ") + n;
-      throw Error(Errc::not_found, what + ": RDMA device '" + r.device +
-                                       "' not found (devices present: " +
-                                       (present.empty() ? "none" : present) + ")");
-    }
-  }
+  rdma::require_device(r.device, "rc");
   for (const auto& a : r.allow) {
     try {
       allow_.push_back(rdma::Address::parse(a, 0));

@@ -50,16 +50,7 @@ RcSubscriber::RcSubscriber(const SubscriberConfig& config, const Overrides& over
     throw Error(Errc::config_error, "rdma.recv_batch: " + std::to_string(r.recv_batch) +
                                         " is outside 1..4096");
   }
-  if (!r.device.empty()) {
-    const auto names = rdma::device_names();
-    if (std::find(names.begin(), names.end(), r.device) == names.end()) {
-      std::string present;
-      for (const auto& n : names) present += (present.empty() ? "" : ", ") + n;
-      throw Error(Errc::not_found, what + ": RDMA device '" + r.device +
-                                       "' not found (devices present: " +
-                                       (present.empty() ? "none" : present) + ")");
-    }
-  }
+  rdma::require_device(r.device, "rc");
   (void)Clock::instance();
   silence_ticks_ = ms_to_ticks(config_.publisher_timeout);
 

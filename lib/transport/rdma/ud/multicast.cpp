@@ -63,18 +63,6 @@ std::uint32_t active_mtu(rdma_cm_id* id) {
   return 128u << static_cast<unsigned>(pa.active_mtu);
 }
 
-void check_device_exists(const std::string& name) {
-  if (name.empty()) return;
-  const std::vector<std::string> present = device_names();
-  for (const auto& n : present) {
-    if (n == name) return;
-  }
-  std::string list;
-  for (const auto& n : present) list += (list.empty() ? "" : ", ") + n;
-  throw Error(Errc::not_found, "rdma.device = '" + name + "': no such RDMA device (devices "
-                                   "present: " + (list.empty() ? "none" : list) + ")");
-}
-
 void check_device(const CmId& id, const std::string& configured, const std::string& what) {
   if (configured.empty()) return;
   const std::string actual = device_name(id.verbs());

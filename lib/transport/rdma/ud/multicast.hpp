@@ -31,9 +31,6 @@ namespace tickrail::rdma::ud {
 // Errc::invalid_argument naming both.
 void check_device(const CmId& id, const std::string& configured, const std::string& what);
 
-// Throws Errc::not_found naming the devices present when `name` is set and not one of them.
-void check_device_exists(const std::string& name);
-
 // A membership of `group` on an rdma_cm id whose address is resolved and whose QP (if it should
 // receive) exists. Leaves the group when destroyed (rdma_leave_multicast, which also detaches
 // the id's QP). Destroy it before the id's QP, and its AH before it.

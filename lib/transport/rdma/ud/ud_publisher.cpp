@@ -47,7 +47,7 @@ const PublisherConfig& validated(const PublisherConfig& c) {
 
 // Resolves the group from the configured address; returns the device it is reached through.
 ibv_context* resolve_group(CmId& id, EventChannel& ch, const PublisherConfig& c) {
-  check_device_exists(c.rdma.device);
+  require_device(c.rdma.device, "ud");
   const Address group = parse_group(c.rdma.groups.front(), "rdma.groups[0]");
   const Address src = Address::parse(c.rdma.address, 0);
   try {

@@ -48,7 +48,7 @@ std::string local_address(const RdmaConfig& r) {
 UdSubscriber::UdSubscriber(const SubscriberConfig& config) : config_(validated(config)) {
   const RdmaConfig& r = config_.rdma;
   const Clock& clock = Clock::instance();
-  check_device_exists(r.device);
+  require_device(r.device, "ud");
   // Parse every group first: a bad one fails before anything is joined.
   std::vector<Address> addrs;
   for (std::size_t i = 0; i < r.groups.size(); ++i) {

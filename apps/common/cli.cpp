@@ -1,0 +1,233 @@
+#include "cli.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "tickrail/build_config.hpp"
+
+namespace tickrail::cli {
+namespace {
+
+[[noreturn]] void bad(std::string_view option, std::string_view text, const std::string& why) {
+  throw Error(Errc::config_error, std::string(option) + ": '" + std::string(text) + "' " + why);
+}
+
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_stop_signal(int sig) {
+  g_stop.store(true, std::memory_order_relaxed);
+  if (sig == SIGINT) std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends at once
+}
+
+}  // namespace
+
+std::int64_t parse_integer(std::string_view text, std::string_view option, std::int64_t min,
+                           std::int64_t max) {
+  const std::string_view t = trimmed(text);
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (t.empty() || ec == std::errc::invalid_argument || end != t.data() + t.size()) {
+    bad(option, text, "is not a whole number");
+  }
+  if (ec == std::errc::result_out_of_range || v < min || v > max) {
+    bad(option, text, "is outside " + std::to_string(min) + ".." + std::to_string(max));
+  }
+  return v;
+}
+
+std::uint64_t parse_unsigned(std::string_view text, std::string_view option, std::uint64_t max) {
+  const std::string_view t = trimmed(text);
+  if (!t.empty() && t.front() == '-') bad(option, text, "is negative: expected 0.." + std::to_string(max));
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (t.empty() || ec == std::errc::invalid_argument || end != t.data() + t.size()) {
+    bad(option, text, "is not a whole number");
+  }
+  if (ec == std::errc::result_out_of_range || v > max) {
+    bad(option, text, "is outside 0.." + std::to_string(max));
+  }
+  return v;
+}
+
+double parse_real(std::string_view text, std::string_view option, double min, double max) {
+  const std::string t(trimmed(text));
+  char* end = nullptr;
+  errno = 0;
+  const double v = t.empty() ? 0.0 : std::strtod(t.c_str(), &end);
+  if (t.empty() || end != t.c_str() + t.size()) bad(option, text, "is not a number");
+  if (!std::isfinite(v)) bad(option, text, "is not a finite number");
+  if (v < min || v > max) {
+    char range[96];
+    std::snprintf(range, sizeof range, "is outside %g..%g", min, max);
+    bad(option, text, range);
+  }
+  return v;
+}
+
+std::chrono::milliseconds parse_seconds(std::string_view text, std::string_view option) {
+  const double max_s = static_cast<double>(kMaxDuration.count()) / 1e3;
+  const double s = parse_real(text, option, 0, max_s);
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(s * 1e3)));
+}
+
+std::chrono::milliseconds parse_milliseconds(std::string_view text, std::string_view option) {
+  return std::chrono::milliseconds(parse_integer(text, option, 0, kMaxDuration.count()));
+}
+
+void check_writable(const std::string& path, std::string_view option) {
+  const auto fail = [&](int err) {
+    throw Error(Errc::config_error,
+                std::string(option) + ": cannot write '" + path + "': " + std::strerror(err));
+  };
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) fail(EISDIR);
+  // Without O_TRUNC: the file keeps what it holds until the report replaces it.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(path.c_str());  // created by the check: the run writes it at its end
+    return;
+  }
+  if (errno != EEXIST) fail(errno);
+  const int existing = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (existing < 0) fail(errno);
+  ::close(existing);
+}
+
+void install_stop_signals() {
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+}
+
+const std::atomic<bool>& stop_flag() noexcept { return g_stop; }
+
+bool stop_requested() noexcept { return g_stop.load(std::memory_order_relaxed); }
+
+void sleep_unless_stopped(std::chrono::duration<double> d) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(d);
+  while (!stop_requested()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= end) return;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(end - now, std::chrono::milliseconds(50)));
+  }
+}
+
+std::string message_of(const Error& e) {
+  std::string m = e.what();
+  const std::string tail = ": " + e.code().message();
+  if (m.size() > tail.size() && m.ends_with(tail)) m.resize(m.size() - tail.size());
+  return m;
+}
+
+std::string exit_status_help() {
+  return "Exit status: 0 ok; 1 the run failed (transport, device, input); 2 bad command line,\n"
+         "config file or output path; 130 interrupted by SIGINT or SIGTERM (the report and the\n"
+         "output files are still written).";
+}
+
+const char* version() noexcept { return TICKRAIL_VERSION; }
+
+// ---------------------------------------------------------------------------------------------
+Cli::Cli(std::string name, const std::string& description)
+    : name_(std::move(name)), app_(description, name_) {
+  app_.set_version_flag("--version", name_ + " " + version());
+  app_.footer("\n" + exit_status_help());
+}
+
+void Cli::add_config(const std::string& help) {
+  // One file per occurrence: a positional argument after -c FILE is never taken for a config.
+  app_.add_option("-c,--config", configs_, help)
+      ->check(CLI::Validator(CLI::ExistingFile).description(""))
+      ->allow_extra_args(false)
+      ->type_name("FILE");
+}
+
+CLI::Option* Cli::option(const std::string& names, const std::string& help,
+                         std::function<void(const std::string&)> apply) {
+  auto text = std::make_shared<std::string>();
+  CLI::Option* o = app_.add_option(names, *text, help);
+  given_.push_back({o, std::move(text), std::move(apply)});
+  return o;
+}
+
+void Cli::value_names(std::initializer_list<std::pair<const char*, const char*>> names) {
+  for (const auto& [option, value] : names) app_.get_option(option)->type_name(value);
+}
+
+CLI::Option* Cli::flag(const std::string& names, const std::string& help, std::function<void()> apply) {
+  CLI::Option* o = app_.add_flag(names, help);
+  given_.push_back({o, nullptr, [apply = std::move(apply)](const std::string&) { apply(); }});
+  return o;
+}
+
+CLI::Option* Cli::output(const std::string& names, const std::string& help, std::string& target) {
+  return option(names, help, [&target](const std::string& v) { target = v; })->type_name("FILE");
+}
+
+std::optional<int> Cli::parse(int argc, char** argv) {
+  try {
+    app_.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version
+    app_.exit(e);
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: error: %s\nRun with --help for the options.\n", name_.c_str(), e.what());
+    return kExitUsage;
+  }
+  return std::nullopt;
+}
+
+void Cli::resolve(const std::function<void(const std::string& path)>& read_file) const {
+  for (const std::string& path : configs_) {
+    try {
+      read_file(path);
+    } catch (const Error& e) {
+      if (e.code() == make_error_code(Errc::config_error)) throw;
+      throw Error(Errc::config_error, message_of(e));  // e.g. a file that cannot be read
+    }
+  }
+  apply_overrides();
+}
+
+void Cli::apply_overrides() const {
+  for (const Given& g : given_) {
+    if (g.opt->count() > 0) g.apply(g.text ? *g.text : std::string());
+  }
+}
+
+void Cli::check_outputs(std::initializer_list<std::pair<std::string_view, const std::string*>> paths) const {
+  for (const auto& [option, path] : paths) {
+    if (!path->empty()) check_writable(*path, option);
+  }
+}
+
+int Cli::run(const std::function<int()>& body) const {
+  try {
+    return body();
+  } catch (const Error& e) {
+    note("error: " + message_of(e));
+    return e.code() == make_error_code(Errc::config_error) ? kExitUsage : kExitFailure;
+  } catch (const std::exception& e) {
+    note(std::string("error: ") + e.what());
+    return kExitFailure;
+  }
+}
+
+void Cli::note(const std::string& text) const { std::fprintf(stderr, "%s: %s\n", name_.c_str(), text.c_str()); }
+
+}  // namespace tickrail::cli

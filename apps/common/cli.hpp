@@ -1,0 +1,129 @@
+// The command line shared by every tickrail program: --help and --version, -c/--config, the one
+// precedence rule, checked numbers and output paths, stop signals and the exit statuses.
+//
+// Precedence, lowest to highest: built-in defaults < config files in the order given <
+// environment (TICKRAIL_STATS, TICKRAIL_STAT_DIR: read by the library) < command line. A
+// program declares its options through Cli: the values given on the command line are kept
+// aside while the config files are read, and apply_overrides() writes them last, so a flag
+// beats every config file whatever the order of the arguments.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tickrail/config.hpp"
+#include "tickrail/error.hpp"
+
+namespace tickrail::cli {
+
+// The exit statuses of every program (docs/apps.md "Exit status", and each --help).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;       // the run failed (transport, input, device...)
+inline constexpr int kExitUsage = 2;         // bad command line, config file or output path
+inline constexpr int kExitInterrupted = 130;  // SIGINT or SIGTERM; the report is still written
+
+// Checked conversions of command-line text: the whole text must be a number within [min, max]
+// (finite for doubles); otherwise Error(config_error) "option: 'text' is not ...".
+std::int64_t parse_integer(std::string_view text, std::string_view option, std::int64_t min,
+                           std::int64_t max);
+std::uint64_t parse_unsigned(std::string_view text, std::string_view option,
+                             std::uint64_t max = std::numeric_limits<std::uint64_t>::max());
+double parse_real(std::string_view text, std::string_view option, double min, double max);
+// Seconds, possibly fractional (0.5), from 0 to kMaxDuration (config.hpp), to milliseconds.
+std::chrono::milliseconds parse_seconds(std::string_view text, std::string_view option);
+// Milliseconds from 0 to kMaxDuration.
+std::chrono::milliseconds parse_milliseconds(std::string_view text, std::string_view option);
+
+// Makes sure `path` can be written before the run starts: opens it for writing without
+// truncating it (a file created by the check is removed again). Throws Error(config_error)
+// "option: cannot write 'path': why".
+void check_writable(const std::string& path, std::string_view option);
+
+// SIGINT and SIGTERM set a flag the program polls; a second SIGINT ends it at once.
+void install_stop_signals();
+[[nodiscard]] const std::atomic<bool>& stop_flag() noexcept;
+[[nodiscard]] bool stop_requested() noexcept;
+// Sleeps for `d`, or less when a stop is requested.
+void sleep_unless_stopped(std::chrono::duration<double> d);
+
+class Cli {
+ public:
+  // `name` is the program ("tickrail-replay"): it prefixes every message.
+  Cli(std::string name, const std::string& description);
+  Cli(const Cli&) = delete;
+  Cli& operator=(const Cli&) = delete;
+
+  [[nodiscard]] CLI::App& app() noexcept { return app_; }
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+
+  // -c/--config FILE: one file per occurrence, repeatable, read in order.
+  void add_config(const std::string& help);
+  [[nodiscard]] const std::vector<std::string>& configs() const noexcept { return configs_; }
+
+  // An option whose value, when given, is handed to `apply` by apply_overrides(). `apply` parses
+  // and checks the text (the parse_* functions above) and stores it.
+  CLI::Option* option(const std::string& names, const std::string& help,
+                      std::function<void(const std::string&)> apply);
+  // Names the values in --help: {{"--count", "N"}, {"--duration", "S"}}.
+  void value_names(std::initializer_list<std::pair<const char*, const char*>> names);
+  // A flag: `apply` runs by apply_overrides() when it was given.
+  CLI::Option* flag(const std::string& names, const std::string& help, std::function<void()> apply);
+  // An output file option: as option(), and its path is checked by check_outputs().
+  CLI::Option* output(const std::string& names, const std::string& help, std::string& target);
+
+  // Parses the command line. Returns the exit status when the program must end now: 0 after
+  // --help or --version, kExitUsage (message on stderr) after a usage error.
+  [[nodiscard]] std::optional<int> parse(int argc, char** argv);
+
+  // The precedence rule: `read_file` reads each config file in the order given (over the
+  // defaults; any error it throws becomes Error(config_error)), then the command-line values
+  // are written over them. The environment is read by the library when it uses it.
+  void resolve(const std::function<void(const std::string& path)>& read_file) const;
+  // The command-line half of resolve(), for programs without config files.
+  void apply_overrides() const;
+
+  // check_writable() on every output path in `paths` that is not empty (after the overrides, so
+  // that paths from config files are checked too).
+  void check_outputs(std::initializer_list<std::pair<std::string_view, const std::string*>> paths) const;
+
+  // Runs `body`, turning what it throws into "name: error: what" on stderr and an exit status:
+  // kExitUsage for Errc::config_error (bad option, config or output path), kExitFailure for
+  // anything else.
+  [[nodiscard]] int run(const std::function<int()>& body) const;
+
+  // "name: text" on stderr.
+  void note(const std::string& text) const;
+
+ private:
+  struct Given {
+    CLI::Option* opt;
+    std::shared_ptr<std::string> text;  // nullptr for a flag
+    std::function<void(const std::string&)> apply;
+  };
+  std::string name_;
+  CLI::App app_;
+  std::vector<std::string> configs_;
+  std::vector<Given> given_;
+};
+
+// what() without the category's text that std::system_error appends (": not found"): the
+// message alone says what and where.
+[[nodiscard]] std::string message_of(const Error& e);
+
+// The exit-status table printed at the end of every --help.
+[[nodiscard]] std::string exit_status_help();
+
+// The project version (meson's project version).
+[[nodiscard]] const char* version() noexcept;
+
+}  // namespace tickrail::cli
