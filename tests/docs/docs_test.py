@@ -38,6 +38,9 @@ NOT_HERE = {
     "meson install -C build": "writes into the system's prefix: tests/install installs into one "
                               "of its own and builds examples/ from it",
     "make -C examples": "tests/install builds examples/ with make against the installed library",
+    "tickrail-stat --prometheus /var/lib/prometheus/node-exporter/tickrail.prom --interval 5":
+        "a service's loop, run until stopped, into node exporter's directory: ops_tools runs "
+        "--prometheus FILE with --interval and --count",
 }
 
 # Commands the docs run in a second terminal beside the next one.
