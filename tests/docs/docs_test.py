@@ -74,6 +74,23 @@ def blocks(path):
     return result
 
 
+# A path the docs name in backquotes: a file of this repository (or a folder of it) at the top
+# level or under one of these folders. `../shared/...` is the team's, not the repository's.
+REPO_PATH = re.compile(r"`((?:[A-Z][A-Z_]*\.md)|(?:(?:apps|configs|docs|examples|include|lib|scripts|tests)/[^`\s*<>]+))`")
+
+
+def dangling_paths(root, docs):
+    """Repository paths the docs name that do not exist, as "doc:line: path"."""
+    out = []
+    for doc in docs:
+        for n, line in enumerate(doc.read_text().splitlines(), 1):
+            for m in REPO_PATH.finditer(line):
+                path = m.group(1).rstrip("/.,:;")
+                if not (root / path).exists():
+                    out.append(f"{doc.relative_to(root)}:{n}: {path}")
+    return out
+
+
 def on_this_host(cmd):
     """The command with `--cpu N` moved to this host's last cpu where N is not one of its cpus."""
     cpus = os.sched_getaffinity(0)
@@ -199,6 +216,8 @@ def main():
                 r.finish_background()
     finally:
         shutil.rmtree(cwd, ignore_errors=True)
+    for d in dangling_paths(root, docs):
+        r.failures.append(f"{d}: named in the docs, not in the repository")
     seen = {line for doc in docs for block in blocks(doc) for _, line in block}
     for stale in sorted((set(NOT_HERE) | ANOTHER_TERMINAL) - seen):
         r.failures.append(f"tests/docs/docs_test.py: `{stale}` is listed but in no doc any more")
