@@ -13,9 +13,13 @@
 //   rows       a publisher's per-subscriber table (position, lag, back-pressure): rewritten by
 //              the process's stats thread every kRefreshPeriod from Publisher::subscribers()
 //
-// Readers (tickrail-stat) map the file read-only and load every word atomically: a counter is
-// never torn, but two counters may come from different instants. Identity and rows are guarded
-// by sequence counters (odd while being written), so a reader never sees half a channel name.
+// Readers (tickrail-stat) copy the file into private memory with pread, never map it: a file
+// truncated while it is read ends in a short read, reported as "incomplete", not in SIGBUS. Two
+// counters may come from different instants. Identity and rows are guarded by sequence counters
+// (odd while being written), re-read around each copy, so a reader never sees half a channel name.
+// A reader trusts a file as process P's counters only when it is owned by root or by one of P's
+// uids (anyone may create a file named after any pid in /dev/shm); otherwise it is reported
+// incompatible and not read.
 //
 // The file is created by the first Publisher/Subscriber of the process and removed when the
 // last one is destroyed. A process that dies leaves it behind: readers tell it is dead by its
@@ -353,7 +357,7 @@ enum class ProcessStatus : std::uint8_t {
   alive,
   dead,         // pid gone, or reused by another process: the file is stale
   starting,     // the file is being created (no magic yet) by a live process
-  incompatible, // bad magic, another version, truncated: not read
+  incompatible, // bad magic, another version, truncated or shrinking, foreign owner: not read
 };
 [[nodiscard]] const char* to_string(ProcessStatus s) noexcept;
 
@@ -368,6 +372,7 @@ struct ProcessSnapshot {
   double ns_per_cycle = 0;
   std::vector<BlockSnapshot> blocks;  // blocks in use (alive or dead: a dead one's last values)
   bool removed = false;               // the reader removed the stale file
+  std::uint32_t owner_uid = 0;        // the file's owner: root or one of the process's uids
 
   // max_poll_gap in ns (cycles when the TSC rate is unknown).
   [[nodiscard]] double cycles_to_ns(std::uint64_t c) const noexcept {

@@ -2,7 +2,6 @@
 // dead processes apart, and render the snapshots for tickrail-stat. Control plane.
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,7 +12,10 @@
 #include <charconv>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <sstream>
 
 #include "core/stats_words.hpp"
@@ -54,73 +56,148 @@ const char* policy_name(std::uint64_t p) {
              : "unknown";
 }
 
-class Mapping {
- public:
-  Mapping(void* p, std::size_t n) noexcept : p_(p), n_(n) {}
-  ~Mapping() {
-    if (p_ != nullptr) ::munmap(p_, n_);
+// The file is read with pread into private memory, never mapped: whoever can write it (its
+// owner, root) may truncate it while we read, and a mapping would then raise SIGBUS. A short read
+// is reported as an incomplete file instead. Each aligned word is copied by the kernel; a counter
+// racing with its writer is not promised to be copied whole (only a wrong number, never a fault),
+// while identity and rows stay guarded by their sequence words, re-read around each copy.
+bool pread_all(int fd, void* buf, std::size_t n, std::size_t off) {
+  auto* p = static_cast<char*>(buf);
+  while (n > 0) {
+    const ssize_t r = ::pread(fd, p, n, static_cast<off_t>(off));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    off += static_cast<std::size_t>(r);
+    n -= static_cast<std::size_t>(r);
   }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  [[nodiscard]] const char* data() const noexcept { return static_cast<const char*>(p_); }
+  return true;
+}
 
- private:
-  void* p_;
-  std::size_t n_;
+// The words that guard a block: identity_seq, in_use and rows_seq.
+struct Guards {
+  std::uint64_t identity_seq = 0;
+  std::uint32_t in_use = 0;
+  std::uint64_t rows_seq = 0;
 };
 
-// Returns the identity's sequence number (even), or 0 when it could not be read.
-std::uint64_t read_identity(const Block& b, BlockSnapshot& out) {
-  for (int t = 0; t < kSeqlockTries; ++t) {
-    const std::uint64_t s1 = b.identity_seq.load(std::memory_order_acquire);
-    if (s1 & 1U) continue;
-    const std::uint64_t kind = b.kind.load(std::memory_order_relaxed);
-    const std::uint64_t transport = b.transport.load(std::memory_order_relaxed);
-    const std::uint64_t reg = b.registered_ns.load(std::memory_order_relaxed);
-    std::string label = load_name(b.label, kNameWords);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (b.identity_seq.load(std::memory_order_relaxed) != s1) continue;
-    if (kind != static_cast<std::uint64_t>(BlockKind::publisher) &&
-        kind != static_cast<std::uint64_t>(BlockKind::subscriber)) {
-      return 0;
+enum class Copied { ok, free, busy, short_file };
+
+// Copies block `i` into `b` between two reads of its guards. `rows_ok` tells whether the rows
+// were not being rewritten meanwhile.
+Copied copy_block(int fd, std::uint32_t i, Block& b, bool& rows_ok) {
+  const std::size_t off = sizeof(FileHeader) + std::size_t{i} * sizeof(Block);
+  const auto guards = [&](Guards& g) {
+    Word seq[1];
+    std::atomic<std::uint32_t> in_use;
+    Word rows_seq[1];
+    if (!pread_all(fd, seq, sizeof seq, off + offsetof(Block, identity_seq)) ||
+        !pread_all(fd, &in_use, sizeof in_use, off + offsetof(Block, in_use)) ||
+        !pread_all(fd, rows_seq, sizeof rows_seq, off + offsetof(Block, rows_seq))) {
+      return false;
     }
-    out.kind = static_cast<BlockKind>(kind);
-    out.transport = transport_name(transport);
-    out.registered_ns = reg;
-    out.label = std::move(label);
-    return s1;
+    g = {seq[0].load(std::memory_order_relaxed), in_use.load(std::memory_order_relaxed),
+         rows_seq[0].load(std::memory_order_relaxed)};
+    return true;
+  };
+  Guards before;
+  Guards after;
+  if (!guards(before)) return Copied::short_file;
+  if (before.in_use != 1) return Copied::free;
+  if (before.identity_seq & 1U) return Copied::busy;
+  if (!pread_all(fd, &b, sizeof b, off) || !guards(after)) return Copied::short_file;
+  if (after.in_use != 1 || after.identity_seq != before.identity_seq) return Copied::busy;
+  rows_ok = (before.rows_seq & 1U) == 0 && after.rows_seq == before.rows_seq;
+  return Copied::ok;
+}
+
+// The identity of a consistent copy; false when the kind is not one we know.
+bool read_identity(const Block& b, BlockSnapshot& out) {
+  const std::uint64_t kind = b.kind.load(std::memory_order_relaxed);
+  if (kind != static_cast<std::uint64_t>(BlockKind::publisher) &&
+      kind != static_cast<std::uint64_t>(BlockKind::subscriber)) {
+    return false;
   }
-  return 0;
+  out.kind = static_cast<BlockKind>(kind);
+  out.transport = transport_name(b.transport.load(std::memory_order_relaxed));
+  out.registered_ns = b.registered_ns.load(std::memory_order_relaxed);
+  out.label = load_name(b.label, kNameWords);
+  return true;
 }
 
 void read_rows(const Block& b, BlockSnapshot& out) {
-  out.rows_consistent = false;
-  for (int t = 0; t < kSeqlockTries; ++t) {
-    const std::uint64_t s1 = b.rows_seq.load(std::memory_order_acquire);
-    if (s1 & 1U) continue;
-    const auto n = static_cast<std::uint32_t>(
-        std::min<std::uint64_t>(b.row_count.load(std::memory_order_relaxed), kMaxRows));
-    std::vector<RowSnapshot> rows(n);
-    for (std::uint32_t r = 0; r < n; ++r) {
-      const Row& in = b.rows[r];
-      RowSnapshot& o = rows[r];
-      o.position = in.position.load(std::memory_order_relaxed);
-      o.lag = in.lag.load(std::memory_order_relaxed);
-      o.back_pressure = in.back_pressure.load(std::memory_order_relaxed);
-      o.slot = static_cast<std::uint32_t>(in.slot.load(std::memory_order_relaxed));
-      o.pid = static_cast<int>(static_cast<std::int64_t>(in.pid.load(std::memory_order_relaxed)));
-      o.policy = policy_name(in.policy.load(std::memory_order_relaxed));
-      o.state = load_name(in.state, std::size(in.state));
-      o.peer = load_name(in.peer, std::size(in.peer));
-    }
-    const std::uint64_t refreshed = b.refreshed_ns.load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (b.rows_seq.load(std::memory_order_relaxed) != s1) continue;
-    out.rows = std::move(rows);
-    out.refreshed_ns = refreshed;
-    out.rows_consistent = true;
-    return;
+  const auto n = static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(b.row_count.load(std::memory_order_relaxed), kMaxRows));
+  out.rows.assign(n, RowSnapshot{});
+  for (std::uint32_t r = 0; r < n; ++r) {
+    const Row& in = b.rows[r];
+    RowSnapshot& o = out.rows[r];
+    o.position = in.position.load(std::memory_order_relaxed);
+    o.lag = in.lag.load(std::memory_order_relaxed);
+    o.back_pressure = in.back_pressure.load(std::memory_order_relaxed);
+    o.slot = static_cast<std::uint32_t>(in.slot.load(std::memory_order_relaxed));
+    o.pid = static_cast<int>(static_cast<std::int64_t>(in.pid.load(std::memory_order_relaxed)));
+    o.policy = policy_name(in.policy.load(std::memory_order_relaxed));
+    o.state = load_name(in.state, std::size(in.state));
+    o.peer = load_name(in.peer, std::size(in.peer));
   }
+  out.refreshed_ns = b.refreshed_ns.load(std::memory_order_relaxed);
+  out.rows_consistent = true;
+}
+
+// Block `i` of the file, retried while its writer rewrites it. False: the file is shorter now.
+bool read_block(int fd, std::uint32_t i, Block& b, std::vector<BlockSnapshot>& out) {
+  for (int t = 0; t < kSeqlockTries; ++t) {
+    bool rows_ok = false;
+    const Copied c = copy_block(fd, i, b, rows_ok);
+    if (c == Copied::short_file) return false;
+    if (c == Copied::free) return true;
+    if (c == Copied::busy) continue;
+    BlockSnapshot s;
+    s.index = i;
+    if (!read_identity(b, s)) return true;
+    if (s.kind == BlockKind::publisher && !rows_ok && t + 1 < kSeqlockTries) continue;
+    const std::uint32_t st_raw = b.state.load(std::memory_order_relaxed);
+    s.state = st_raw <= static_cast<std::uint32_t>(EndpointState::closed)
+                  ? static_cast<EndpointState>(st_raw)
+                  : EndpointState::closed;
+    for (std::uint32_t k = 0; k < kCounters; ++k) {
+      s.counters[k] = b.counters[k].load(std::memory_order_relaxed);
+    }
+    s.rows_consistent = false;
+    if (s.kind == BlockKind::publisher && rows_ok) read_rows(b, s);
+    out.push_back(std::move(s));
+    return true;
+  }
+  return true;
+}
+
+// The uids of process `pid` (real, effective, saved, filesystem), from <root>/proc/<pid>/status;
+// empty when unreadable.
+std::vector<uid_t> process_uids(int pid, const std::string& root) {
+  std::string path = root.empty() ? std::string("/") : root;
+  if (path.back() != '/') path += '/';
+  std::ifstream in(path + "proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Uid:", 0) != 0) continue;
+    std::istringstream fields(line.substr(4));
+    std::vector<uid_t> uids;
+    unsigned long u = 0;
+    while (fields >> u) uids.push_back(static_cast<uid_t>(u));
+    return uids;
+  }
+  return {};
+}
+
+// Whether the file's owner may speak for process `pid`: root, or one of the process's uids.
+// Anyone may create a file named after any pid in a shared directory such as /dev/shm.
+std::optional<std::string> foreign_owner(uid_t owner, int pid, const std::string& proc_root) {
+  if (owner == 0) return std::nullopt;
+  const std::vector<uid_t> uids = process_uids(pid, proc_root);
+  if (uids.empty() || std::find(uids.begin(), uids.end(), owner) != uids.end()) return std::nullopt;
+  return "owned by uid " + std::to_string(owner) + " but process " + std::to_string(pid) +
+         " runs as uid " + std::to_string(uids[0]) + ": not its counters, not read";
 }
 
 struct FileIdentity {
@@ -128,26 +205,59 @@ struct FileIdentity {
   ino_t ino = 0;
 };
 
+class Fd {
+ public:
+  explicit Fd(int fd) noexcept : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  [[nodiscard]] int get() const noexcept { return fd_; }
+
+ private:
+  int fd_;
+};
+
+void set_liveness(ProcessSnapshot& p, std::uint64_t file_start_time, const std::string& proc_root) {
+  const std::optional<std::uint64_t> now_start = process_start_time(p.pid, proc_root);
+  if (!now_start) {
+    p.status = ProcessStatus::dead;
+    p.note = "process " + std::to_string(p.pid) + " is gone";
+  } else if (file_start_time != 0 && *now_start != file_start_time) {
+    p.status = ProcessStatus::dead;
+    p.note = "pid " + std::to_string(p.pid) + " now belongs to another process (start time " +
+             std::to_string(*now_start) + ", file says " + std::to_string(file_start_time) + ")";
+  } else {
+    p.status = ProcessStatus::alive;
+  }
+}
+
+void mark_incomplete(ProcessSnapshot& p, int fd) {
+  struct stat st {};
+  const long long now = ::fstat(fd, &st) == 0 ? static_cast<long long>(st.st_size) : -1;
+  p.status = ProcessStatus::incompatible;
+  p.note = "incomplete: the file shrank (now " + std::to_string(now) +
+           " bytes) while it was read; not read";
+  p.blocks.clear();
+}
+
 ProcessSnapshot read_impl(const std::string& path, const std::string& proc_root, FileIdentity& id) {
   ProcessSnapshot p;
   p.path = path;
   p.pid = pid_from_name(path);
   // Never follow a link or wait on a FIFO someone left under a stat file's name.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) throw_errno(errno, "open stat file " + path);
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (fd.get() < 0) throw_errno(errno, "open stat file " + path);
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int e = errno;
-    ::close(fd);
-    throw_errno(e, "stat " + path);
-  }
+  if (::fstat(fd.get(), &st) != 0) throw_errno(errno, "stat " + path);
   if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
     p.status = ProcessStatus::incompatible;
     p.note = "not a regular file: not a tickrail counters file";
     return p;
   }
   id = {st.st_dev, st.st_ino};
+  p.owner_uid = st.st_uid;
   const auto size = static_cast<std::size_t>(st.st_size);
 
   const auto liveness_by_pid = [&](const char* note) {
@@ -155,8 +265,8 @@ ProcessSnapshot read_impl(const std::string& path, const std::string& proc_root,
     p.status = alive ? ProcessStatus::incompatible : ProcessStatus::dead;
     p.note = alive ? note : "process " + std::to_string(p.pid) + " is gone";
   };
-  if (size < sizeof(FileHeader)) {
-    ::close(fd);
+  FileHeader h{};
+  if (size < sizeof(FileHeader) || !pread_all(fd.get(), &h, sizeof h, 0)) {
     liveness_by_pid("truncated: shorter than its header");
     if (size == 0 && p.status == ProcessStatus::incompatible) {
       p.status = ProcessStatus::starting;  // created, not yet sized
@@ -164,14 +274,7 @@ ProcessSnapshot read_impl(const std::string& path, const std::string& proc_root,
     }
     return p;
   }
-  void* m = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  const int map_err = errno;
-  ::close(fd);
-  if (m == MAP_FAILED) throw_errno(map_err, "map stat file " + path);
-  const Mapping map(m, size);
-  const auto& h = *reinterpret_cast<const FileHeader*>(map.data());
-
-  const std::uint64_t magic = h.magic.load(std::memory_order_acquire);
+  const std::uint64_t magic = h.magic.load(std::memory_order_relaxed);
   if (magic == 0) {
     liveness_by_pid("");
     if (p.status == ProcessStatus::incompatible) p.status = ProcessStatus::starting;
@@ -188,17 +291,13 @@ ProcessSnapshot read_impl(const std::string& path, const std::string& proc_root,
   p.start_time = h.start_time;
   p.created_ns = h.created_ns;
   p.ns_per_cycle = h.ns_per_cycle;
-
-  const std::optional<std::uint64_t> now_start = process_start_time(p.pid, proc_root);
-  if (!now_start) {
-    p.status = ProcessStatus::dead;
-    p.note = "process " + std::to_string(p.pid) + " is gone";
-  } else if (h.start_time != 0 && *now_start != h.start_time) {
-    p.status = ProcessStatus::dead;
-    p.note = "pid " + std::to_string(p.pid) + " now belongs to another process (start time " +
-             std::to_string(*now_start) + ", file says " + std::to_string(h.start_time) + ")";
-  } else {
-    p.status = ProcessStatus::alive;
+  set_liveness(p, h.start_time, proc_root);
+  if (p.status == ProcessStatus::alive) {
+    if (auto why = foreign_owner(st.st_uid, p.pid, proc_root)) {
+      p.status = ProcessStatus::incompatible;
+      p.note = std::move(*why);
+      return p;
+    }
   }
   if (h.version != kVersion || h.header_size != sizeof(FileHeader) ||
       h.block_size != sizeof(Block) || h.row_count != kMaxRows || h.block_count == 0 ||
@@ -210,29 +309,12 @@ ProcessSnapshot read_impl(const std::string& path, const std::string& proc_root,
     }
     return p;
   }
-  const auto* blocks = reinterpret_cast<const Block*>(map.data() + sizeof(FileHeader));
+  const auto block = std::make_unique<Block>();
   for (std::uint32_t i = 0; i < h.block_count; ++i) {
-    const Block& b = blocks[i];
-    if (b.in_use.load(std::memory_order_acquire) != 1) continue;
-    BlockSnapshot s;
-    s.index = i;
-    const std::uint64_t identity = read_identity(b, s);
-    if (identity == 0) continue;
-    const std::uint32_t st_raw = b.state.load(std::memory_order_relaxed);
-    s.state = st_raw <= static_cast<std::uint32_t>(EndpointState::closed)
-                  ? static_cast<EndpointState>(st_raw)
-                  : EndpointState::closed;
-    for (std::uint32_t c = 0; c < kCounters; ++c) {
-      s.counters[c] = b.counters[c].load(std::memory_order_relaxed);
+    if (!read_block(fd.get(), i, *block, p.blocks)) {
+      mark_incomplete(p, fd.get());
+      return p;
     }
-    if (s.kind == BlockKind::publisher) read_rows(b, s);
-    // Re-check that the block was not released (and perhaps reused) while we read it.
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (b.in_use.load(std::memory_order_relaxed) != 1 ||
-        b.identity_seq.load(std::memory_order_relaxed) != identity) {
-      continue;
-    }
-    p.blocks.push_back(std::move(s));
   }
   return p;
 }
@@ -374,6 +456,7 @@ std::string format_json(std::span<const ProcessSnapshot> ps, int indent) {
     if (!p.note.empty()) j["note"] = p.note;
     j["path"] = p.path;
     j["removed"] = p.removed;
+    j["owner_uid"] = p.owner_uid;
     j["start_time"] = p.start_time;
     j["created_ns"] = p.created_ns;
     nlohmann::json blocks = nlohmann::json::array();

@@ -9,8 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -368,11 +371,11 @@ TEST_CASE("aDeadProcessFileIsReportedDeadAndRemoved") {
 
 TEST_CASE("aReusedPidIsToldApartByItsStartTime") {
   Dirs d;
-  // pid 1 always exists; a file claiming it with another start time is a dead process's.
-  const auto real = stats::process_start_time(1);
+  // This process exists; a file claiming its pid with another start time is a dead process's.
+  const auto real = stats::process_start_time(::getpid());
   REQUIRE(real.has_value());
-  const std::string path = stats::stat_path(d.stat.path(), 1);
-  write_fake_file(path, stats::kMagic, stats::kVersion, 1, *real + 12345);
+  const std::string path = stats::stat_path(d.stat.path(), ::getpid());
+  write_fake_file(path, stats::kMagic, stats::kVersion, ::getpid(), *real + 12345);
   auto ps = scan_dir(d);
   REQUIRE(ps.size() == 1);
   CHECK(ps[0].status == stats::ProcessStatus::dead);
@@ -381,7 +384,7 @@ TEST_CASE("aReusedPidIsToldApartByItsStartTime") {
   CHECK_FALSE(file_exists(path));
 
   // The same file with the right start time is alive (and kept).
-  write_fake_file(path, stats::kMagic, stats::kVersion, 1, *real);
+  write_fake_file(path, stats::kMagic, stats::kVersion, ::getpid(), *real);
   ps = scan_dir(d);
   REQUIRE(ps.size() == 1);
   CHECK(ps[0].status == stats::ProcessStatus::alive);
@@ -547,4 +550,111 @@ TEST_CASE("aFifoOrSymlinkNamedLikeAStatFileIsReportedWithoutHanging") {
   CHECK(ps[0].note.find("not a regular file") != std::string::npos);
   CHECK(file_exists(fifo));
   CHECK(::access(link.c_str(), F_OK) == 0);
+}
+
+namespace {
+
+// A counters file claiming this process, with block 0 in use by a publisher on channel `label`.
+void write_fake_file_with_block(const std::string& path, const std::string& label) {
+  const auto real = stats::process_start_time(::getpid());
+  REQUIRE(real.has_value());
+  write_fake_file(path, stats::kMagic, stats::kVersion, ::getpid(), *real);
+  const auto b = std::make_unique<stats::Block>();
+  b->identity_seq.store(2);
+  b->in_use.store(1);
+  b->kind.store(static_cast<std::uint64_t>(stats::BlockKind::publisher));
+  b->transport.store(static_cast<std::uint64_t>(TransportKind::shm));
+  std::uint64_t words[stats::kNameWords] = {};
+  std::memcpy(words, label.data(), std::min(label.size(), sizeof words - 1));
+  for (std::size_t i = 0; i < stats::kNameWords; ++i) b->label[i].store(words[i]);
+  b->counters[0].store(7);
+  const int fd = ::open(path.c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(::pwrite(fd, b.get(), sizeof *b, sizeof(stats::FileHeader)) ==
+          static_cast<ssize_t>(sizeof *b));
+  ::close(fd);
+}
+
+}  // namespace
+
+TEST_CASE("aCountersFileTruncatedWhileItIsReadIsReportedIncompleteNotAFault") {
+  Dirs d;
+  TempDir proc{"proc"};
+  const std::string path = stats::stat_path(d.stat.path(), ::getpid());
+  write_fake_file_with_block(path, "shrinking");
+  REQUIRE(stats::read_stat_file(path).blocks.size() == 1);
+
+  // The reader looks up the process's start time between sizing the file and reading its
+  // blocks: a FIFO in a fake /proc holds it there while the file is cut to its header. Reading
+  // a mapping of the cut file used to raise SIGBUS.
+  const std::string stat_file = proc / ("proc/" + std::to_string(::getpid()) + "/stat");
+  proc.mkdir("proc/" + std::to_string(::getpid()));
+  REQUIRE(::mkfifo(stat_file.c_str(), 0600) == 0);
+  const auto real = stats::process_start_time(::getpid());
+  std::thread cutter([&] {
+    const int fifo = ::open(stat_file.c_str(), O_WRONLY);  // waits for the reader
+    if (fifo < 0) return;
+    (void)::truncate(path.c_str(), sizeof(stats::FileHeader));
+    std::string line = std::to_string(::getpid()) + " (x) S";
+    for (int field = 4; field <= 21; ++field) line += " 0";
+    line += " " + std::to_string(real.value_or(0)) + "\n";
+    (void)::write(fifo, line.data(), line.size());
+    ::close(fifo);
+  });
+  const stats::ProcessSnapshot p = stats::read_stat_file(path, proc.path());
+  cutter.join();
+  CHECK(p.status == stats::ProcessStatus::incompatible);
+  CHECK(p.note.find("incomplete") != std::string::npos);
+  CHECK(p.blocks.empty());
+  CHECK(stats::format_text(std::vector{p}).find("incomplete") != std::string::npos);
+}
+
+TEST_CASE("aCountersFileCutAndRegrownInALoopNeverFaultsItsReader") {
+  Dirs d;
+  const std::string path = stats::stat_path(d.stat.path(), ::getpid());
+  write_fake_file_with_block(path, "flapping");
+  std::atomic<bool> stop{false};
+  std::thread cutter([&] {
+    while (!stop.load()) {
+      write_fake_file_with_block(path, "flapping");
+      (void)::truncate(path.c_str(), sizeof(stats::FileHeader) + 100);
+    }
+  });
+  int complete = 0;
+  int incomplete = 0;
+  for (int i = 0; i < 2000; ++i) {
+    auto ps = scan_dir(d, false);
+    REQUIRE(ps.size() == 1);
+    const auto& p = ps[0];
+    if (p.status == stats::ProcessStatus::alive) {
+      ++complete;
+      CHECK(p.blocks.size() <= 1);
+    } else if (p.status != stats::ProcessStatus::starting) {  // cut to 0 and not yet rewritten
+      ++incomplete;
+      CHECK(p.status == stats::ProcessStatus::incompatible);
+      const bool explained = p.note.find("incomplete") != std::string::npos ||
+                             p.note.find("truncated") != std::string::npos ||
+                             p.note.find("layout") != std::string::npos;
+      CHECK(explained);
+    }
+  }
+  stop = true;
+  cutter.join();
+}
+
+TEST_CASE("aCountersFileOwnedByAnotherUserThanItsProcessIsNotTrusted") {
+  if (::geteuid() != 0) {
+    WARN("needs root to give a file away; skipped");
+    return;
+  }
+  Dirs d;
+  const std::string path = stats::stat_path(d.stat.path(), ::getpid());
+  write_fake_file_with_block(path, "spoofed");
+  REQUIRE(stats::read_stat_file(path).status == stats::ProcessStatus::alive);
+  REQUIRE(::chown(path.c_str(), 54321, 54321) == 0);
+  const stats::ProcessSnapshot p = stats::read_stat_file(path);
+  CHECK(p.status == stats::ProcessStatus::incompatible);
+  CHECK(p.note.find("owned by uid 54321") != std::string::npos);
+  CHECK(p.blocks.empty());
+  CHECK(p.owner_uid == 54321);
 }
