@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "../docs_check.hpp"
+#include "program.hpp"
 
 namespace {
 
@@ -32,40 +33,12 @@ std::string program(const char* env, const char* build_path) {
 }
 
 pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    FILE* out = std::freopen(log.c_str(), "w", stdout);
-    (void)out;
-    dup2(fileno(stdout), STDERR_FILENO);
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
+  return tickrail::test::start(args, log).pid;
 }
 
-// Exit status of pid, killing it when it runs past `timeout` (then -1).
-int wait_bounded(pid_t pid, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    int status = 0;
-    const pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (std::chrono::steady_clock::now() >= deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
+using tickrail::test::slurp;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+int wait_bounded(pid_t pid, std::chrono::seconds timeout) { return tickrail::test::wait_exit(pid, timeout); }
 
 // Config arguments for both programs: none for shared memory, a written TOML file for RDMA.
 std::vector<std::string> transport_args(const std::string& base) {
