@@ -2,8 +2,9 @@
 //
 // Never call it from a publish or poll path: formatting allocates and the queue may block.
 // The level comes from TICKRAIL_LOG (trace, debug, info, warn, error, critical, off; default
-// info), read when the logger is first created. A background thread writes the messages; the
-// queue is flushed when the process exits normally.
+// info), read when the logger is first created. A background thread writes the messages; its
+// queue is written out and its thread joined at exit (an atexit handler); the logger itself is
+// never destroyed, so code logging later in static destruction gets an error line, not a crash.
 #pragma once
 
 #include <spdlog/logger.h>

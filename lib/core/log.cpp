@@ -34,15 +34,33 @@ struct AsyncLog {
                 "using info", env);
     }
   }
-  ~AsyncLog() { log->flush(); }
+  // Writes what is queued and joins the writer thread. The logger stays: queued messages hold
+  // references to it, and the last one must not be dropped on the writer thread while this
+  // thread destroys statics (that deleted the logger on the writer thread, racing with us).
+  void drain() noexcept {
+    log->flush();
+    pool.reset();  // the only owner: joins the thread after it has written everything queued
+  }
 };
+
+AsyncLog& async_log();
+
+void drain_at_exit() { async_log().drain(); }
+
+AsyncLog& async_log() {
+  // Leaked, never destroyed: code that logs during static destruction (after the drain) gets
+  // spdlog's "thread pool doesn't exist anymore" on stderr instead of a destroyed logger.
+  static AsyncLog* const instance = [] {
+    auto* l = new AsyncLog;
+    std::atexit(drain_at_exit);
+    return l;
+  }();
+  return *instance;
+}
 
 }  // namespace
 
-const std::shared_ptr<spdlog::logger>& logger() {
-  static AsyncLog instance;
-  return instance.log;
-}
+const std::shared_ptr<spdlog::logger>& logger() { return async_log().log; }
 
 std::optional<spdlog::level::level_enum> parse_log_level(std::string_view name) {
   using spdlog::level::level_enum;

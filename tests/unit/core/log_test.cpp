@@ -2,7 +2,12 @@
 
 #include <spdlog/async_logger.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <string>
 
 #include "tickrail/log.hpp"
 
@@ -35,4 +40,52 @@ TEST_CASE("loggerIsOneAsyncLoggerAtTheLevelFromTheEnvironment") {
   REQUIRE_FALSE(log->should_log(spdlog::level::trace));
   log->debug("log test: debug message {}", 42);
   log->flush();
+}
+
+namespace {
+
+void log_after_the_drain() { logger()->warn("log test: logged during static destruction"); }
+
+}  // namespace
+
+// Run in a process of its own by the next test (hidden: "[.]").
+TEST_CASE("logsAroundExit", "[.]") {
+  std::atexit(log_after_the_drain);  // before the logger exists: runs after its exit drain
+  for (int i = 0; i < 200; ++i) logger()->info("log test: queued before exit {}", i);
+}
+
+// Every message queued before exit is written, and logging after the drain (a static destroyed
+// late) neither crashes nor touches a destroyed logger (the logger used to be a static whose
+// destruction could race with its writer thread and leave later callers a dead object).
+TEST_CASE("theLogIsWrittenOutAtExitAndLateLoggingIsHarmless") {
+  int out[2];
+  REQUIRE(::pipe(out) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::dup2(out[1], STDERR_FILENO);
+    ::dup2(out[1], STDOUT_FILENO);
+    ::close(out[0]);
+    ::unsetenv("TICKRAIL_LOG");
+    ::execl("/proc/self/exe", "test_log", "logsAroundExit", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) != 0;) {
+    if (n > 0) {
+      text.append(buf, static_cast<std::size_t>(n));
+    } else if (errno != EINTR) {
+      break;
+    }
+  }
+  ::close(out[0]);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  INFO(text);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(text.find("queued before exit 0") != std::string::npos);
+  CHECK(text.find("queued before exit 199") != std::string::npos);
 }
