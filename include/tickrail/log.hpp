@@ -4,7 +4,7 @@
 // The level comes from TICKRAIL_LOG (trace, debug, info, warn, error, critical, off; default
 // info), read when the logger is first created. A background thread writes the messages; its
 // queue is written out and its thread joined at exit (an atexit handler); the logger itself is
-// never destroyed, so code logging later in static destruction gets an error line, not a crash.
+// never destroyed, and code logging later in static destruction writes synchronously.
 #pragma once
 
 #include <spdlog/logger.h>

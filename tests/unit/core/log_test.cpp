@@ -88,4 +88,5 @@ TEST_CASE("theLogIsWrittenOutAtExitAndLateLoggingIsHarmless") {
   CHECK(WEXITSTATUS(status) == 0);
   CHECK(text.find("queued before exit 0") != std::string::npos);
   CHECK(text.find("queued before exit 199") != std::string::npos);
+  CHECK(text.find("logged during static destruction") != std::string::npos);
 }
