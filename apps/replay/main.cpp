@@ -105,6 +105,10 @@ int replay_run(const cli::Cli& cli, const replay::Options& o, const PublisherCon
   cli.note("publishing " + src->name() + " on " + to_string(pc.transport) + " channel '" +
        pc.channel + "', pacing " + to_string(o.pacing) + "; clock " + clock.describe());
 
+  // Everything that takes time (the book's table is touched page by page) is done before the
+  // wait: a subscriber that attached must not sit through it hearing nothing, or it gives up
+  // on a silent publisher before the first tick.
+  replay::Replayer r(o, *src, pub);
   cli::install_stop_signals();
   if (o.wait_subscribers > 0) {
     const std::uint32_t have = replay::wait_for_subscribers(pub, o.wait_subscribers, o.wait_timeout, &cli::stop_flag());
@@ -130,7 +134,6 @@ int replay_run(const cli::Cli& cli, const replay::Options& o, const PublisherCon
     };
   }
 
-  replay::Replayer r(o, *src, pub);
   std::string failure;
   try {
     r.run(&cli::stop_flag(), progress);
