@@ -101,14 +101,14 @@ int replay_run(const cli::Cli& cli, const replay::Options& o, const PublisherCon
   }
 
   std::unique_ptr<feed::TickSource> src = replay::open_input(o);
+  // What takes time (the book's table is touched page by page) is done before the publisher
+  // exists: over RDMA a subscriber connecting meanwhile would find nobody serving it.
+  std::unique_ptr<feed::OrderBook> book = replay::make_book(o);
   Publisher pub(pc);
   cli.note("publishing " + src->name() + " on " + to_string(pc.transport) + " channel '" +
        pc.channel + "', pacing " + to_string(o.pacing) + "; clock " + clock.describe());
 
-  // Everything that takes time (the book's table is touched page by page) is done before the
-  // wait: a subscriber that attached must not sit through it hearing nothing, or it gives up
-  // on a silent publisher before the first tick.
-  replay::Replayer r(o, *src, pub);
+  replay::Replayer r(o, *src, pub, std::move(book));
   cli::install_stop_signals();
   if (o.wait_subscribers > 0) {
     const std::uint32_t have = replay::wait_for_subscribers(pub, o.wait_subscribers, o.wait_timeout, &cli::stop_flag());

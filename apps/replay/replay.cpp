@@ -209,14 +209,19 @@ std::uint32_t wait_for_subscribers(Publisher& pub, std::uint32_t n,
 }
 
 // ---------------------------------------------------------------------------------------------
-Replayer::Replayer(const Options& o, feed::TickSource& source, Publisher& pub)
-    : o_(o), src_(source), pub_(pub), in_(o.batch), out_(o.batch), due_(o.batch) {
+std::unique_ptr<feed::OrderBook> make_book(const Options& o) {
+  if (!o.book) return nullptr;
+  feed::BookConfig bc;
+  bc.expected_orders = o.book_orders;
+  return std::make_unique<feed::OrderBook>(bc);
+}
+
+Replayer::Replayer(const Options& o, feed::TickSource& source, Publisher& pub,
+                   std::unique_ptr<feed::OrderBook> book)
+    : o_(o), src_(source), pub_(pub), book_(std::move(book)), in_(o.batch), out_(o.batch),
+      due_(o.batch) {
   validate(o_);
-  if (o_.book) {
-    feed::BookConfig bc;
-    bc.expected_orders = o_.book_orders;
-    book_ = std::make_unique<feed::OrderBook>(bc);
-  }
+  if (o_.book && !book_) book_ = make_book(o_);
 }
 
 bool Replayer::publish_pending() {

@@ -147,9 +147,15 @@ struct ProgressLine {
 // The publishing loop: reads the source in batches, applies the book, paces open-loop (each
 // tick's intended send time comes from the schedule, never from when the previous one left, so a
 // stall shows as lag instead of stretching the run), publishes, retries back-pressured ticks.
+// The order book --book asks for (null without it). Its table is touched page by page when
+// made: make it before the publisher exists, which serves no subscriber meanwhile.
+[[nodiscard]] std::unique_ptr<feed::OrderBook> make_book(const Options& o);
+
 class Replayer {
  public:
-  Replayer(const Options& o, feed::TickSource& source, Publisher& pub);
+  // `book`: one from make_book(o), or null to have one made here when o.book.
+  Replayer(const Options& o, feed::TickSource& source, Publisher& pub,
+           std::unique_ptr<feed::OrderBook> book = nullptr);
 
   // Runs to the end of the input, the duration, or `stop`. Bad input throws (tick_source.hpp),
   // with stats() holding what was done before. `progress` (may be empty) is called about twice a
