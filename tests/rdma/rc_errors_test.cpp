@@ -136,6 +136,28 @@ TEST_CASE("portWithoutListenerIsRejectedNamingAddressAndPort") {
   }
 }
 
+// A publisher still starting is a channel that has not appeared yet: the subscriber retries
+// until its attach_timeout, as on shared memory (tickrail-jitter started before tickrail-replay
+// listened used to fail at once).
+TEST_CASE("subscriberWaitsUpToAttachTimeoutForAPublisherToListen") {
+  SubscriberConfig s = sub_config(addr(), 7398);
+  s.attach_timeout = 20s;
+  auto sub = std::async(std::launch::async, [&s] { return std::make_unique<Subscriber>(s); });
+  std::this_thread::sleep_for(500ms);  // the subscriber's first attempts find nobody
+  REQUIRE(sub.wait_for(0ms) != std::future_status::ready);
+  PublisherConfig p = pub_config();
+  p.rdma.port = 7398;
+  Publisher pub(p);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (sub.wait_for(1ms) != std::future_status::ready) {
+    pub.service();
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+  }
+  std::unique_ptr<Subscriber> got;
+  REQUIRE_NOTHROW(got = sub.get());  // it gave up if it threw
+  CHECK(got->state() != SubscriberState::publisher_gone);
+}
+
 TEST_CASE("publisherRefusesWrongTokenChannelAndAddress") {
   PublisherConfig p = pub_config();
   p.rdma.token = "open sesame";
