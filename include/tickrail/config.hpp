@@ -102,7 +102,9 @@ struct SubscriberConfig {
   std::string channel = "tickrail";
   SlowConsumerPolicy policy = SlowConsumerPolicy::block;
   std::chrono::milliseconds disconnect_after{1000};  // policy = disconnect
-  std::chrono::milliseconds attach_timeout{0};  // wait this long for the channel to appear
+  // Wait this long for the channel to appear: shm, its publisher's socket; rc, a listener at
+  // rdma.address and port.
+  std::chrono::milliseconds attach_timeout{0};
   std::chrono::milliseconds publisher_timeout{1000};  // silence after which the publisher is gone
   std::uint32_t ring_capacity = 0;  // 0: accept the channel's; else must match it
   bool lock_memory = false;
