@@ -129,9 +129,13 @@ void one_way(const SubscriberConfig& sc, const jitter::Options& o, jitter::Recor
 // once subscribed).
 Subscriber subscribe_retrying(const SubscriberConfig& sc, Publisher* ours) {
   const auto deadline = std::chrono::steady_clock::now() + sc.attach_timeout;
+  // One attempt at a time: a subscriber waiting inside for a listener would leave `ours`
+  // unserved, and the far end waits for it.
+  SubscriberConfig once = sc;
+  once.attach_timeout = std::chrono::milliseconds(0);
   for (;;) {
     try {
-      return Subscriber(sc);
+      return Subscriber(once);
     } catch (const Error& e) {
       // What no retry can change ends the wait at once.
       if (e.code() == make_error_code(Errc::no_device) || e.code() == make_error_code(Errc::config_error) ||

@@ -48,8 +48,11 @@ std::vector<std::string> transport_args(const std::string& base) {
   const char* dev = std::getenv("TICKRAIL_RDMA_DEV");
   REQUIRE(addr != nullptr);
   const std::string path = base + ".toml";
+  // A guest starved by its host can stall a process for over a second: the subscriber's default
+  // 1 s publisher_timeout would end a run whose data all arrive.
   std::ofstream(path) << "transport = \"" << t << "\"\n[rdma]\naddress = \"" << addr << "\"\n"
-                      << "device = \"" << (dev != nullptr ? dev : "") << "\"\n";
+                      << "device = \"" << (dev != nullptr ? dev : "") << "\"\n"
+                      << "[subscriber]\npublisher_timeout_ms = 5000\n";
   return {"-c", path};
 }
 
