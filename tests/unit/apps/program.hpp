@@ -73,6 +73,22 @@ inline bool wait_for_output(const std::string& log, const std::string& text, std
   return false;
 }
 
+// True once process `pid` catches signal `sig` (its handler is installed: SigCgt in
+// /proc/PID/status), false after `timeout`. A signal sent before that would kill it instead.
+inline bool wait_catching(pid_t pid, int sig, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("SigCgt:", 0) == 0 && ((std::stoull(line.substr(7), nullptr, 16) >> (sig - 1)) & 1u) != 0) {
+        return true;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 struct Finished {
   int status = 0;
   std::string output;  // stdout and stderr

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "program.hpp"
 #include "tickrail/feed/itch_writer.hpp"
 
 using namespace tickrail;
@@ -163,6 +164,7 @@ TEST_CASE("replayOfEndlessJunkWithSkipBadEndsOnSigterm", "[replay][input]") {
   const std::string log = temp(".log"), json = temp(".json");
   rm.paths = {log, json};
   const pid_t pid = spawn(with({"/dev/zero", "--skip-bad", "--max", "--json", json}, quiet_publisher("zero")), log);
+  REQUIRE(tickrail::test::wait_catching(pid, SIGTERM, std::chrono::seconds(60)));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // well inside the endless input
   kill(pid, SIGTERM);
   const Ended e = wait_bounded(pid, std::chrono::seconds(30));
@@ -281,6 +283,7 @@ TEST_CASE("replayWaitingThroughAFeedGapSleepsAndEndsOnSigterm", "[replay][pacing
   // Not --quiet: into a file, the replay says once why it waits.
   const pid_t pid = spawn({itch, "--json", json, "--channel", "replay-input-gapwait-" + std::to_string(getpid()),
                            "--wait-subscribers", "0"}, log);
+  REQUIRE(tickrail::test::wait_catching(pid, SIGTERM, std::chrono::seconds(60)));
   std::this_thread::sleep_for(std::chrono::seconds(2));  // inside the hour's wait
   kill(pid, SIGTERM);
   const Ended e = wait_bounded(pid, std::chrono::seconds(30));
