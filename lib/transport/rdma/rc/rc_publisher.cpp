@@ -17,13 +17,6 @@
 namespace tickrail::rdma::rc {
 namespace {
 
-constexpr std::uint32_t st(LinkState s) { return static_cast<std::uint32_t>(s); }
-
-bool cas(std::atomic<std::uint32_t>& a, LinkState from, LinkState to) noexcept {
-  std::uint32_t expected = st(from);
-  return a.compare_exchange_strong(expected, st(to), std::memory_order_acq_rel);
-}
-
 // The next event if one is queued (the channel's fd is non-blocking), else nullopt.
 std::optional<rdma::CmEvent> try_next(rdma::EventChannel& ch) {
   rdma_cm_event* ev = nullptr;
@@ -293,7 +286,7 @@ void RcPublisher::on_connect_request(rdma::CmEvent ev) {
                            " bytes of private data)"));
     return;
   }
-  if (closing_.load(std::memory_order_acquire)) {
+  if (close_guard_.closing()) {
     reject(make_reject(RejectReason::closing, 0, "the publisher is closing"));
     return;
   }
@@ -489,10 +482,8 @@ void RcPublisher::check_links() noexcept {
 // --- close ---
 
 void RcPublisher::close() noexcept {
-  if (closing_.exchange(true, std::memory_order_seq_cst)) return;
-  // Wait for a publish() in progress (it never blocks, so this is short); from here on the
-  // data path is ours.
-  while (dp_busy_.load(std::memory_order_seq_cst)) std::this_thread::yield();
+  // Waits for a publish() in progress; from here on the data path is ours.
+  if (!close_guard_.close()) return;
   notify_and_drain();
   cm_thread_.request_stop();
   if (cm_thread_.joinable()) cm_thread_.join();
