@@ -145,7 +145,7 @@ std::unique_ptr<RcSubscriber::Connection> RcSubscriber::connect(std::uint64_t ca
     }
     throw wrap(e);
   }
-  rdma::check_bound_device(*c->id, r.device, what + ": the route to " + dst.str());
+  rdma::check_bound_device(*c->id, r.device, what + ": " + dst.str());
   const std::size_t bytes = region_bytes(capacity);
   try {
     c->pd.emplace(c->id->verbs());
