@@ -1,5 +1,8 @@
 // The doctor's one use of libibverbs: device list and port attributes (active MTU is not in
-// sysfs). Plain C API with RAII guards; no dependency on the transports' wrappers.
+// sysfs). Plain C API with RAII guards; no dependency on the transports' wrappers
+// (transport/rdma/common/device.hpp): those throw at the first failure, where the doctor notes a
+// failed query on one device and goes on to the next, and they are the transport library's
+// internals, not the tools'.
 #include <infiniband/verbs.h>
 
 #include <cerrno>

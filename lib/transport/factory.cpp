@@ -1,7 +1,7 @@
 // The one place that knows every transport.
 #include "tickrail/error.hpp"
 #include "transport/shm/shm_publisher.hpp"
-#include "transport/rdma/verbs.hpp"
+#include "transport/rdma/common/device.hpp"
 #include "transport/rdma/rc/rc_publisher.hpp"
 #include "transport/rdma/rc/rc_subscriber.hpp"
 #include "transport/rdma/ud/ud_publisher.hpp"

@@ -1,5 +1,5 @@
-// The rdma_cm owners on a real device: error paths read as words, and a multicast join delivers
-// what a UD sender needs.
+// The rdma_cm owners on a real device: error paths read as words, and a multicast join
+// (ud::Membership, as the UD transport joins) delivers what a UD sender needs.
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
@@ -9,6 +9,7 @@
 #include "rig_env.hpp"
 #include "tickrail/error.hpp"
 #include "transport/rdma/cm.hpp"
+#include "transport/rdma/ud/multicast.hpp"
 #include "transport/rdma/verbs.hpp"
 
 using namespace tickrail;
@@ -88,18 +89,34 @@ TEST_CASE("multicastJoinDeliversAddressHandleQpnAndQkeyThenLeaves") {
   CmQueuePair qp(id, pd.get(), attr);
   const Address group = Address::parse("239.77.1.1", 0);
   {
-    MulticastMembership member(id, group, MulticastMembership::Kind::full_member);
-    CmEvent joined = ch.expect(RDMA_CM_EVENT_MULTICAST_JOIN, milliseconds(10000),
-                               "join " + group.str());
-    const rdma_ud_param& ud = joined.get()->param.ud;
-    REQUIRE(ud.qp_num == 0xFFFFFF);  // the multicast QPN
-    REQUIRE(ud.qkey != 0);
-    REQUIRE(ud.ah_attr.is_global == 1);
-    ibv_ah_attr ah_attr = ud.ah_attr;
+    ud::Membership member(id, ch, group, ud::Membership::Kind::full, milliseconds(10000));
+    REQUIRE_FALSE(member.send_only());
+    REQUIRE(member.remote_qpn() == 0xFFFFFF);  // the multicast QPN
+    REQUIRE(member.qkey() != 0);
+    REQUIRE(member.ah_attr().is_global == 1);
+    ibv_ah_attr ah_attr = member.ah_attr();
     AddressHandle ah(pd, ah_attr);
     REQUIRE(ah.get() != nullptr);
   }  // left here, before the QP goes
   // Joining again after leaving works: the membership really was given back.
-  MulticastMembership again(id, group, MulticastMembership::Kind::full_member);
-  (void)ch.expect(RDMA_CM_EVENT_MULTICAST_JOIN, milliseconds(10000), "join " + group.str() + " again");
+  ud::Membership again(id, ch, group, ud::Membership::Kind::full, milliseconds(10000));
+  REQUIRE(again.remote_qpn() == 0xFFFFFF);
+}
+
+TEST_CASE("aSendOnlyJoinIsGrantedOrFallsBackToAFullOne") {
+  const std::string addr = test::address(test::device());
+  EventChannel ch;
+  CmId id(ch, RDMA_PS_UDP);
+  id.bind(Address::parse(addr, 0));
+  ProtectionDomain pd(id.verbs());
+  CompletionQueue cq(id.verbs(), 8);
+  ibv_qp_init_attr attr = qp_attr(cq.get(), IBV_QPT_UD);
+  CmQueuePair qp(id, pd.get(), attr);
+  ud::Membership member(id, ch, Address::parse("239.77.1.2", 0), ud::Membership::Kind::send_only,
+                        milliseconds(10000));
+  // Either way the sender has what it needs.
+  INFO("send-only granted: " << member.send_only());
+  REQUIRE(member.remote_qpn() == 0xFFFFFF);
+  REQUIRE(member.qkey() != 0);
+  REQUIRE(member.ah_attr().is_global == 1);
 }

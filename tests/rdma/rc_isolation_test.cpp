@@ -13,6 +13,7 @@
 #include "tickrail/memory.hpp"
 #include "tickrail/publisher.hpp"
 #include "transport/rdma/cm.hpp"
+#include "transport/rdma/common/connection.hpp"
 #include "transport/rdma/rc/protocol.hpp"
 #include "transport/rdma/verbs.hpp"
 
@@ -57,13 +58,7 @@ struct RawSubscriber {
     const rc::ConnectRequest req =
         rc::make_request(c, rc::WriteMode::memory, kCapacity,
                          reinterpret_cast<std::uintptr_t>(region.data()), mr->rkey());
-    rdma_conn_param param{};
-    param.private_data = &req;
-    param.private_data_len = sizeof req;
-    param.responder_resources = 1;
-    param.initiator_depth = 1;
-    param.retry_count = 7;
-    param.rnr_retry_count = 7;
+    rdma_conn_param param = connection_param(std::as_bytes(std::span(&req, 1)), 1, 1);
     id->connect(param);
     CmEvent ev = channel.expect(RDMA_CM_EVENT_ESTABLISHED, 20s, "connect by hand");
     const auto r = rc::decode_accept(ev.private_data());

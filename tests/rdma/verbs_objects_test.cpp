@@ -1,6 +1,7 @@
-// The verbs owners on a real device, without rdma_cm: two RC QPs connected by hand (as
-// rc_pingpong does) exchange a SEND seen through a completion channel; a UD QP sends to itself
-// through an AddressHandle; moved-from owners release nothing twice; bounded waits time out.
+// The verbs owners on a real device, with QPs made on rdma_cm ids as the transports make them:
+// an RC connection (create_qp with its inline request, connection_param) carries a SEND from a
+// registered buffer and an inline one; a UD QP sends to itself through an AddressHandle;
+// moved-from owners release nothing twice; bounded waits time out.
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
@@ -12,6 +13,8 @@
 
 #include "rig_env.hpp"
 #include "tickrail/error.hpp"
+#include "transport/rdma/cm.hpp"
+#include "transport/rdma/common/connection.hpp"
 #include "transport/rdma/verbs.hpp"
 
 using namespace tickrail;
@@ -20,15 +23,15 @@ using std::chrono::milliseconds;
 
 namespace {
 
-constexpr std::uint8_t kPort = 1;
-
 // The GID index that carries the rig's IPv4 address (RoCE v2), as rdma_cm would pick.
-int ipv4_gid_index(const Context& ctx, const std::string& addr, int table_len) {
+int ipv4_gid_index(ibv_context* ctx, std::uint8_t port, const std::string& addr) {
   in_addr want{};
   REQUIRE(inet_pton(AF_INET, addr.c_str(), &want) == 1);
-  for (int i = 0; i < table_len; ++i) {
+  ibv_port_attr pa{};
+  REQUIRE(ibv_query_port(ctx, port, &pa) == 0);
+  for (int i = 0; i < pa.gid_tbl_len; ++i) {
     ibv_gid gid{};
-    if (ibv_query_gid(ctx.get(), kPort, i, &gid) != 0) continue;
+    if (ibv_query_gid(ctx, port, i, &gid) != 0) continue;
     if (gid.raw[10] == 0xff && gid.raw[11] == 0xff && std::memcmp(gid.raw + 12, &want, 4) == 0) {
       return i;
     }
@@ -37,152 +40,141 @@ int ipv4_gid_index(const Context& ctx, const std::string& addr, int table_len) {
   return -1;
 }
 
-ibv_ah_attr self_ah(const Context& ctx, int gid_index) {
-  ibv_ah_attr ah{};
-  ah.is_global = 1;
-  ah.grh.dgid = ctx.query_gid(kPort, gid_index);
-  ah.grh.sgid_index = static_cast<std::uint8_t>(gid_index);
-  ah.grh.hop_limit = 1;
-  ah.port_num = kPort;
-  return ah;
-}
-
-QueuePair make_qp(const ProtectionDomain& pd, const CompletionQueue& cq, ibv_qp_type type) {
+ibv_qp_init_attr qp_attr(const CompletionQueue& send_cq, const CompletionQueue& recv_cq,
+                         ibv_qp_type type) {
   ibv_qp_init_attr attr{};
-  attr.send_cq = cq.get();
-  attr.recv_cq = cq.get();
+  attr.send_cq = send_cq.get();
+  attr.recv_cq = recv_cq.get();
   attr.qp_type = type;
   attr.cap.max_send_wr = 4;
   attr.cap.max_recv_wr = 4;
   attr.cap.max_send_sge = 1;
   attr.cap.max_recv_sge = 1;
-  return QueuePair(pd, attr);
+  return attr;
 }
 
-void rc_connect(QueuePair& qp, std::uint32_t remote_qpn, const ibv_ah_attr& ah, ibv_mtu mtu) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = kPort;
-  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-  qp.modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, "RESET->INIT");
-  a = {};
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = mtu;
-  a.dest_qp_num = remote_qpn;
-  a.rq_psn = 0;
-  a.max_dest_rd_atomic = 1;
-  a.min_rnr_timer = 12;
-  a.ah_attr = ah;
-  qp.modify(a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, "INIT->RTR");
-  a = {};
-  a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.sq_psn = 0;
-  a.max_rd_atomic = 1;
-  qp.modify(a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                   IBV_QP_MAX_QP_RD_ATOMIC, "RTR->RTS");
-}
-
-void post_recv(QueuePair& qp, const MemoryRegion& mr, void* buf, std::uint32_t len) {
+void post_recv(ibv_qp* qp, const MemoryRegion& mr, void* buf, std::uint32_t len) {
   ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), len, mr.lkey()};
   ibv_recv_wr wr{};
   wr.wr_id = 7;
   wr.sg_list = &sge;
   wr.num_sge = 1;
   ibv_recv_wr* bad = nullptr;
-  REQUIRE(qp.post_recv(wr, &bad) == 0);
+  REQUIRE(ibv_post_recv(qp, &wr, &bad) == 0);
 }
 
-}  // namespace
-
-TEST_CASE("handConnectedRcQueuePairsDeliverASendThroughTheCompletionChannel") {
-  Context ctx = Context::open(test::device());
-  const std::string addr = test::address(ctx.name());
-  const ibv_port_attr port = ctx.wait_port_active(kPort, std::chrono::seconds(30));
-  const ibv_ah_attr ah = self_ah(ctx, ipv4_gid_index(ctx, addr, port.gid_tbl_len));
-
-  // Declared in creation order: destroyed as rc_pingpong does (QP, CQ, MR, PD, channel).
-  CompletionChannel channel(ctx);
-  ProtectionDomain pd(ctx);
-  std::array<char, 64> out{};
-  std::array<char, 64> in{};
-  std::strcpy(out.data(), "tickrail over a hand-made RC connection");
-  MemoryRegion out_mr(pd, out.data(), out.size(), IBV_ACCESS_LOCAL_WRITE);
-  MemoryRegion in_mr(pd, in.data(), in.size(), IBV_ACCESS_LOCAL_WRITE);
-  CompletionQueue send_cq(ctx, 8);
-  CompletionQueue recv_cq(ctx, 8, &channel);
-  ibv_qp_init_attr attr{};
-  attr.send_cq = send_cq.get();
-  attr.recv_cq = recv_cq.get();
-  attr.qp_type = IBV_QPT_RC;
-  attr.cap = {4, 4, 1, 1, 0};
-  QueuePair a(pd, attr);
-  QueuePair b(pd, attr);
-  rc_connect(a, b.num(), ah, port.active_mtu);
-  rc_connect(b, a.num(), ah, port.active_mtu);
-  REQUIRE(a.state() == IBV_QPS_RTS);
-  REQUIRE(b.state() == IBV_QPS_RTS);
-
-  post_recv(b, in_mr, in.data(), static_cast<std::uint32_t>(in.size()));
-  recv_cq.request_notify();
-  // Nothing sent yet: the bounded wait comes back empty.
-  REQUIRE(channel.wait(milliseconds(50)) == nullptr);
-
-  ibv_sge sge{reinterpret_cast<std::uintptr_t>(out.data()), static_cast<std::uint32_t>(out.size()),
-              out_mr.lkey()};
+void post_send(ibv_qp* qp, const MemoryRegion& mr, const char* text, unsigned flags) {
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(text),
+              static_cast<std::uint32_t>(std::strlen(text) + 1), mr.lkey()};
   ibv_send_wr wr{};
   wr.wr_id = 1;
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.opcode = IBV_WR_SEND;
-  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.send_flags = IBV_SEND_SIGNALED | flags;
   ibv_send_wr* bad = nullptr;
-  REQUIRE(a.post_send(wr, &bad) == 0);
+  REQUIRE(ibv_post_send(qp, &wr, &bad) == 0);
+}
 
-  REQUIRE(channel.wait(milliseconds(10000)) == recv_cq.get());
-  const ibv_wc got = recv_cq.next(milliseconds(1000), "the SEND's receive");
+}  // namespace
+
+TEST_CASE("rdmaCmConnectionWithInlineRequestDeliversSends") {
+  const std::string addr = test::address(test::device());
+  // Declared in creation order on each side: destroyed as rc_pingpong does (QP, CQ, MR, PD),
+  // then the ids and their channels.
+  EventChannel server_ch;
+  CmId listener(server_ch, RDMA_PS_TCP);
+  listener.bind(Address::parse(addr, 0));
+  listener.listen(1);
+  const Address dst = Address::parse(addr, listener.local_port());
+
+  EventChannel client_ch;
+  CmId client(client_ch, RDMA_PS_TCP);
+  resolve(client, client_ch, dst, milliseconds(5000));
+  ProtectionDomain client_pd(client.verbs());
+  std::array<char, 64> out{};
+  MemoryRegion out_mr(client_pd, out.data(), out.size(), IBV_ACCESS_LOCAL_WRITE);
+  CompletionQueue client_cq(client.verbs(), 8);
+  ibv_qp_init_attr client_attr = qp_attr(client_cq, client_cq, IBV_QPT_RC);
+  client_attr.cap.max_inline_data = 64;
+  CmQueuePair client_qp = create_qp(client, client_pd.get(), client_attr, 64);
+  const std::uint32_t inline_bytes = client_attr.cap.max_inline_data;
+  // Granted as asked, or none at all (min_inline = what was asked: no halving).
+  REQUIRE((inline_bytes >= 64 || inline_bytes == 0));
+  rdma_conn_param connect_param = connection_param({}, 1, 1);
+  client.connect(connect_param);
+
+  rdma_cm_id* raw = nullptr;
+  {
+    CmEvent req = server_ch.expect(RDMA_CM_EVENT_CONNECT_REQUEST, milliseconds(20000),
+                                   "connect request from " + client.describe());
+    raw = req.id();
+  }  // acknowledged before its id is adopted: rdma_destroy_id waits for that
+  CmId conn = CmId::adopt(raw);
+  ProtectionDomain server_pd(conn.verbs());
+  std::array<char, 64> in{};
+  MemoryRegion in_mr(server_pd, in.data(), in.size(), IBV_ACCESS_LOCAL_WRITE);
+  CompletionQueue send_cq(conn.verbs(), 8);
+  CompletionQueue recv_cq(conn.verbs(), 8);
+  ibv_qp_init_attr server_attr = qp_attr(send_cq, recv_cq, IBV_QPT_RC);
+  CmQueuePair server_qp = create_qp(conn, server_pd.get(), server_attr, 0);
+  post_recv(server_qp.get(), in_mr, in.data(), static_cast<std::uint32_t>(in.size()));
+  post_recv(server_qp.get(), in_mr, in.data(), static_cast<std::uint32_t>(in.size()));
+  rdma_conn_param accept_param = connection_param({}, 1, 1);
+  conn.accept(accept_param);
+  (void)client_ch.expect(RDMA_CM_EVENT_ESTABLISHED, milliseconds(20000), "client established");
+  (void)server_ch.expect(RDMA_CM_EVENT_ESTABLISHED, milliseconds(20000), "server established");
+
+  std::strcpy(out.data(), "tickrail over an rdma_cm RC connection");
+  post_send(client_qp.get(), out_mr, out.data(), 0);
+  check_success(client_cq.next(milliseconds(10000), "the SEND"), "send");
+  ibv_wc got = recv_cq.next(milliseconds(10000), "the SEND's receive");
   check_success(got, "receive");
   REQUIRE(got.opcode == IBV_WC_RECV);
-  REQUIRE(got.byte_len == out.size());
+  REQUIRE(got.byte_len == std::strlen(out.data()) + 1);
   REQUIRE(std::string(in.data()) == out.data());
-  check_success(send_cq.next(milliseconds(10000), "the SEND"), "send");
+
+  if (inline_bytes != 0) {
+    // Inline: the bytes travel in the work request, so the buffer may change once posted.
+    char text[] = "inline";
+    post_send(client_qp.get(), out_mr, text, IBV_SEND_INLINE);
+    std::strcpy(text, "XXXXXX");
+    check_success(client_cq.next(milliseconds(10000), "the inline SEND"), "inline send");
+    got = recv_cq.next(milliseconds(10000), "the inline SEND's receive");
+    check_success(got, "inline receive");
+    REQUIRE(std::string(in.data()) == "inline");
+  }
+  client.disconnect();
 }
 
 TEST_CASE("udQueuePairSendsToItselfThroughAnAddressHandle") {
-  Context ctx = Context::open(test::device());
-  const std::string addr = test::address(ctx.name());
-  const ibv_port_attr port = ctx.wait_port_active(kPort, std::chrono::seconds(30));
-  ibv_ah_attr ah_attr = self_ah(ctx, ipv4_gid_index(ctx, addr, port.gid_tbl_len));
-  constexpr std::uint32_t kQkey = 0x11111111;
+  const std::string addr = test::address(test::device());
+  EventChannel ch;
+  CmId id(ch, RDMA_PS_UDP);
+  id.bind(Address::parse(addr, 0));
+  REQUIRE(id.verbs() != nullptr);
+  const std::uint8_t port = id.get()->port_num;
+  ibv_ah_attr ah_attr{};
+  ah_attr.is_global = 1;
+  const int gid_index = ipv4_gid_index(id.verbs(), port, addr);
+  REQUIRE(ibv_query_gid(id.verbs(), port, gid_index, &ah_attr.grh.dgid) == 0);
+  ah_attr.grh.sgid_index = static_cast<std::uint8_t>(gid_index);
+  ah_attr.grh.hop_limit = 1;
+  ah_attr.port_num = port;
 
-  ProtectionDomain pd(ctx);
+  ProtectionDomain pd(id.verbs());
   // A UD receive buffer starts with room for the 40-byte GRH.
   std::array<char, 40 + 64> in{};
   std::array<char, 64> out{};
   std::strcpy(out.data(), "one datagram");
   MemoryRegion in_mr(pd, in.data(), in.size(), IBV_ACCESS_LOCAL_WRITE);
   MemoryRegion out_mr(pd, out.data(), out.size(), IBV_ACCESS_LOCAL_WRITE);
-  CompletionQueue cq(ctx, 8);
-  QueuePair qp = make_qp(pd, cq, IBV_QPT_UD);
+  CompletionQueue cq(id.verbs(), 8);
+  ibv_qp_init_attr attr = qp_attr(cq, cq, IBV_QPT_UD);
+  CmQueuePair qp(id, pd.get(), attr);  // rdma_cm takes a UD QP to RTS with its own qkey
   AddressHandle ah(pd, ah_attr);
 
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = kPort;
-  a.qkey = kQkey;
-  qp.modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, "RESET->INIT");
-  a = {};
-  a.qp_state = IBV_QPS_RTR;
-  qp.modify(a, IBV_QP_STATE, "INIT->RTR");
-  a = {};
-  a.qp_state = IBV_QPS_RTS;
-  a.sq_psn = 0;
-  qp.modify(a, IBV_QP_STATE | IBV_QP_SQ_PSN, "RTR->RTS");
-
-  post_recv(qp, in_mr, in.data(), static_cast<std::uint32_t>(in.size()));
+  post_recv(qp.get(), in_mr, in.data(), static_cast<std::uint32_t>(in.size()));
   ibv_sge sge{reinterpret_cast<std::uintptr_t>(out.data()), static_cast<std::uint32_t>(out.size()),
               out_mr.lkey()};
   ibv_send_wr wr{};
@@ -193,9 +185,9 @@ TEST_CASE("udQueuePairSendsToItselfThroughAnAddressHandle") {
   wr.send_flags = IBV_SEND_SIGNALED;
   wr.wr.ud.ah = ah.get();
   wr.wr.ud.remote_qpn = qp.num();
-  wr.wr.ud.remote_qkey = kQkey;
+  wr.wr.ud.remote_qkey = RDMA_UDP_QKEY;
   ibv_send_wr* bad = nullptr;
-  REQUIRE(qp.post_send(wr, &bad) == 0);
+  REQUIRE(ibv_post_send(qp.get(), &wr, &bad) == 0);
 
   bool sent = false;
   bool received = false;

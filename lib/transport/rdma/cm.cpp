@@ -141,6 +141,15 @@ CmEvent EventChannel::next(std::chrono::milliseconds timeout, std::string_view w
   }
 }
 
+std::optional<CmEvent> EventChannel::try_next() {
+  rdma_cm_event* ev = nullptr;
+  if (rdma_get_cm_event(ch_, &ev) == 0) return CmEvent(ev);
+  if (errno != EAGAIN && errno != EWOULDBLOCK) {
+    throw_call_error(errno, "rdma_get_cm_event", "rdma_cm event channel");
+  }
+  return std::nullopt;
+}
+
 CmEvent EventChannel::expect(rdma_cm_event_type expected, std::chrono::milliseconds timeout,
                              std::string_view what) {
   CmEvent ev = next(timeout, what);
@@ -291,47 +300,6 @@ CmQueuePair::~CmQueuePair() { reset(); }
 
 void CmQueuePair::reset() noexcept {
   if (id_ != nullptr && id_->qp != nullptr) rdma_destroy_qp(id_);  // sets id_->qp to NULL
-  id_ = nullptr;
-}
-
-// --- MulticastMembership ---
-
-MulticastMembership::MulticastMembership(CmId& id, const Address& group, Kind kind, void* context)
-    : id_(id.get()), group_(group) {
-  rdma_cm_join_mc_attr_ex attr{};
-  attr.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
-  attr.join_flags = kind == Kind::send_only ? RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER
-                                            : RDMA_MC_JOIN_FLAG_FULLMEMBER;
-  attr.addr = group_.get();
-  if (rdma_join_multicast_ex(id_, &attr, context) != 0) {
-    const int err = errno;
-    id_ = nullptr;
-    throw_call_error(err, kind == Kind::send_only ? "rdma_join_multicast_ex (send-only)"
-                                                  : "rdma_join_multicast_ex",
-                     "group " + group_.str() + " from " + id.describe());
-  }
-}
-
-MulticastMembership& MulticastMembership::operator=(MulticastMembership&& o) noexcept {
-  if (this != &o) {
-    reset();
-    id_ = std::exchange(o.id_, nullptr);
-    group_ = o.group_;
-  }
-  return *this;
-}
-
-MulticastMembership::~MulticastMembership() { reset(); }
-
-void MulticastMembership::reset() noexcept {
-  if (id_ == nullptr) return;
-  if (rdma_leave_multicast(id_, group_.get()) != 0) {
-    const int err = errno;
-    try {
-      log_destroy_failure(err, "rdma_leave_multicast", "group " + group_.str());
-    } catch (...) {
-    }
-  }
   id_ = nullptr;
 }
 

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -63,7 +64,6 @@ class CmEvent {
   [[nodiscard]] rdma_cm_event_type type() const noexcept { return ev_->event; }
   [[nodiscard]] int status() const noexcept { return ev_->status; }
   [[nodiscard]] rdma_cm_id* id() const noexcept { return ev_->id; }
-  [[nodiscard]] rdma_cm_id* listen_id() const noexcept { return ev_->listen_id; }
   [[nodiscard]] const rdma_cm_event* get() const noexcept { return ev_; }
   // The connection's private data (CONNECT_REQUEST, ESTABLISHED, REJECTED). For RC over IB CM
   // the transport may pad it: callers carry their own length inside.
@@ -88,6 +88,8 @@ class EventChannel {
   // The next event, waiting up to `timeout` in poll() on the channel's fd. Errc::timed_out
   // naming `what` when nothing came.
   [[nodiscard]] CmEvent next(std::chrono::milliseconds timeout, std::string_view what);
+  // The next event if one is queued, without waiting; nullopt when none is.
+  [[nodiscard]] std::optional<CmEvent> try_next();
   // next() that must be of type `expected` with status 0; anything else throws, naming `what`,
   // the event received and its status (a REJECTED carries the reject reason in words).
   [[nodiscard]] CmEvent expect(rdma_cm_event_type expected, std::chrono::milliseconds timeout,
@@ -157,30 +159,6 @@ class CmQueuePair {
  private:
   void reset() noexcept;
   rdma_cm_id* id_;
-};
-
-// Membership of a multicast group through a CmId of port space RDMA_PS_UDP (bound or resolved
-// to a local address first). The join completes with RDMA_CM_EVENT_MULTICAST_JOIN, whose
-// param.ud carries the address handle attributes, remote QPN and qkey: wait for it with
-// EventChannel::expect. Leaving (rdma_leave_multicast, in the destructor) also detaches the id's
-// QP, so declare the membership after the CmQueuePair: it is left before the QP goes.
-class MulticastMembership {
- public:
-  enum class Kind { full_member, send_only };
-  MulticastMembership(CmId& id, const Address& group, Kind kind, void* context = nullptr);
-  MulticastMembership(MulticastMembership&& o) noexcept
-      : id_(std::exchange(o.id_, nullptr)), group_(o.group_) {}
-  MulticastMembership& operator=(MulticastMembership&& o) noexcept;
-  MulticastMembership(const MulticastMembership&) = delete;
-  MulticastMembership& operator=(const MulticastMembership&) = delete;
-  ~MulticastMembership();
-
-  [[nodiscard]] const Address& group() const noexcept { return group_; }
-
- private:
-  void reset() noexcept;
-  rdma_cm_id* id_;
-  Address group_;
 };
 
 // Active side: resolve_addr then resolve_route, waiting for each event (bounded by `timeout`

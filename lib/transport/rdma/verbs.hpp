@@ -2,19 +2,17 @@
 // in its destructor (a failed destroy is logged, never thrown).
 //
 // A child must not outlive its parent. Declare owners in the order of creation, so that they are
-// destroyed in the order of rdma-core's rc_pingpong.c (QP, CQ, MR, PD, completion channel,
-// context):
+// destroyed in the order of rdma-core's rc_pingpong.c (QP, CQ, MR, PD, context):
 //
 //   Context ctx = Context::open("rxe0");
-//   CompletionChannel channel(ctx);
 //   ProtectionDomain pd(ctx);
 //   MemoryRegion mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE);
-//   CompletionQueue cq(ctx, 64, &channel);
-//   QueuePair qp(pd, init_attr);
+//   CompletionQueue cq(ctx, 64);
+//   CmQueuePair qp(id, pd.get(), init_attr);   // QPs are made on rdma_cm ids (cm.hpp)
 //
 // Parents are referred to by raw handle, so objects made on a context owned by rdma_cm
-// (rdma_cm_id::verbs) are built the same way. Constructors and query calls are control plane
-// and throw tickrail::Error (verbs_error.hpp); poll() and post_*() are the data path: inline,
+// (rdma_cm_id::verbs) are built the same way. Which device, and the checks on it, are in
+// common/device.hpp. Constructors and query calls are control plane and throw tickrail::Error (verbs_error.hpp); poll() and post_*() are the data path: inline,
 // noexcept, returning the verbs status.
 #pragma once
 
@@ -29,16 +27,9 @@
 #include <utility>
 #include <vector>
 
-namespace tickrail::rdma {
+#include "transport/rdma/common/device.hpp"
 
-// Names of the RDMA devices present; empty when there are none, including on a kernel without
-// RDMA support.
-[[nodiscard]] std::vector<std::string> device_names();
-// The one check before an RDMA transport touches verbs or rdma_cm: throws Error(no_device)
-// "no RDMA device found (... missing): this host cannot use transport <transport>; run
-// tickrail-doctor" when the host has no device (or no /dev/infiniband/rdma_cm), and
-// Error(not_found) when `configured` (rdma.device, may be empty) is not one of its devices.
-void require_device(std::string_view configured, std::string_view transport);
+namespace tickrail::rdma {
 
 // An open device (ibv_context).
 class Context {
@@ -72,9 +63,6 @@ class Context {
   std::string name_;
 };
 
-// "rxe0" for a context made by us or by rdma_cm.
-[[nodiscard]] std::string device_name(const ibv_context* ctx);
-
 class ProtectionDomain {
  public:
   explicit ProtectionDomain(const Context& ctx) : ProtectionDomain(ctx.get()) {}
@@ -92,37 +80,12 @@ class ProtectionDomain {
   ibv_pd* pd_;
 };
 
-// Delivers completion events of the CQs attached to it; its fd can be polled.
-class CompletionChannel {
- public:
-  explicit CompletionChannel(const Context& ctx) : CompletionChannel(ctx.get()) {}
-  explicit CompletionChannel(ibv_context* ctx);
-  CompletionChannel(CompletionChannel&& o) noexcept : ch_(std::exchange(o.ch_, nullptr)) {}
-  CompletionChannel& operator=(CompletionChannel&& o) noexcept;
-  CompletionChannel(const CompletionChannel&) = delete;
-  CompletionChannel& operator=(const CompletionChannel&) = delete;
-  ~CompletionChannel();
-
-  [[nodiscard]] ibv_comp_channel* get() const noexcept { return ch_; }
-  [[nodiscard]] int fd() const noexcept { return ch_->fd; }
-
-  // Waits up to `timeout` for the next completion event, acknowledges it and returns its CQ
-  // (which must be re-armed with request_notify); nullptr when the time ran out.
-  [[nodiscard]] ibv_cq* wait(std::chrono::milliseconds timeout);
-
- private:
-  void reset() noexcept;
-  ibv_comp_channel* ch_;
-};
-
 class CompletionQueue {
  public:
-  // A CQ of at least `entries` entries, reporting events to `channel` when given.
-  CompletionQueue(const Context& ctx, int entries, CompletionChannel* channel = nullptr,
-                  int comp_vector = 0)
-      : CompletionQueue(ctx.get(), entries, channel, comp_vector) {}
-  CompletionQueue(ibv_context* ctx, int entries, CompletionChannel* channel = nullptr,
-                  int comp_vector = 0);
+  // A CQ of at least `entries` entries, polled (no completion channel: nothing here sleeps on
+  // completions).
+  CompletionQueue(const Context& ctx, int entries) : CompletionQueue(ctx.get(), entries) {}
+  CompletionQueue(ibv_context* ctx, int entries);
   CompletionQueue(CompletionQueue&& o) noexcept : cq_(std::exchange(o.cq_, nullptr)) {}
   CompletionQueue& operator=(CompletionQueue&& o) noexcept;
   CompletionQueue(const CompletionQueue&) = delete;
@@ -137,8 +100,6 @@ class CompletionQueue {
     return ibv_poll_cq(cq_, static_cast<int>(wc.size()), wc.data());
   }
 
-  // Control plane: arms the CQ so that the next completion raises an event on its channel.
-  void request_notify(bool solicited_only = false);
   // Control plane and tests: the next completion, polling until `timeout` (Errc::timed_out).
   // The completion's status is not checked: see check_success().
   [[nodiscard]] ibv_wc next(std::chrono::milliseconds timeout, std::string_view what);
@@ -170,36 +131,6 @@ class MemoryRegion {
  private:
   void reset() noexcept;
   ibv_mr* mr_;
-};
-
-// A QP created with ibv_create_qp (a QP made by rdma_create_qp belongs to its CmId).
-class QueuePair {
- public:
-  QueuePair(const ProtectionDomain& pd, ibv_qp_init_attr& attr);
-  QueuePair(QueuePair&& o) noexcept : qp_(std::exchange(o.qp_, nullptr)) {}
-  QueuePair& operator=(QueuePair&& o) noexcept;
-  QueuePair(const QueuePair&) = delete;
-  QueuePair& operator=(const QueuePair&) = delete;
-  ~QueuePair();
-
-  [[nodiscard]] ibv_qp* get() const noexcept { return qp_; }
-  [[nodiscard]] std::uint32_t num() const noexcept { return qp_->qp_num; }
-
-  // Control plane: ibv_modify_qp; `step` names the transition in the error ("INIT->RTR").
-  void modify(ibv_qp_attr& attr, int mask, std::string_view step);
-  [[nodiscard]] ibv_qp_state state() const;
-
-  // Data path: ibv_post_send/ibv_post_recv; 0 or an errno value, *bad naming the failed WR.
-  [[nodiscard]] int post_send(ibv_send_wr& wr, ibv_send_wr** bad) noexcept {
-    return ibv_post_send(qp_, &wr, bad);
-  }
-  [[nodiscard]] int post_recv(ibv_recv_wr& wr, ibv_recv_wr** bad) noexcept {
-    return ibv_post_recv(qp_, &wr, bad);
-  }
-
- private:
-  void reset() noexcept;
-  ibv_qp* qp_;
 };
 
 class AddressHandle {

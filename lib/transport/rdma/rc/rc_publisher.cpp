@@ -12,27 +12,11 @@
 #include "tickrail/clock.hpp"
 #include "tickrail/error.hpp"
 #include "tickrail/log.hpp"
+#include "transport/rdma/common/connection.hpp"
 #include "transport/rdma/verbs_error.hpp"
 
 namespace tickrail::rdma::rc {
 namespace {
-
-constexpr std::uint32_t st(LinkState s) { return static_cast<std::uint32_t>(s); }
-
-bool cas(std::atomic<std::uint32_t>& a, LinkState from, LinkState to) noexcept {
-  std::uint32_t expected = st(from);
-  return a.compare_exchange_strong(expected, st(to), std::memory_order_acq_rel);
-}
-
-// The next event if one is queued (the channel's fd is non-blocking), else nullopt.
-std::optional<rdma::CmEvent> try_next(rdma::EventChannel& ch) {
-  rdma_cm_event* ev = nullptr;
-  if (rdma_get_cm_event(ch.get(), &ev) == 0) return rdma::CmEvent(ev);
-  if (errno != EAGAIN && errno != EWOULDBLOCK) {
-    rdma::throw_call_error(errno, "rdma_get_cm_event", "publisher event channel");
-  }
-  return std::nullopt;
-}
 
 bool same_host(const sockaddr* a, const sockaddr* b) noexcept {
   if (a == nullptr || b == nullptr || a->sa_family != b->sa_family) return false;
@@ -152,19 +136,10 @@ RcPublisher::RcPublisher(const PublisherConfig& config)
   } catch (const Error& e) {
     throw Error(e.code(), what + ": " + e.what());
   }
-  if (listener_->verbs() == nullptr) {
-    throw Error(Errc::not_found, what + ": address " + r.address +
-                                     " is not on an RDMA device (is rxe/RoCE set up on its "
-                                     "interface?)");
-  }
+  rdma::check_bound_device(*listener_, r.device, what + ": address " + r.address);
   const std::string dev = rdma::device_name(listener_->verbs());
-  if (!r.device.empty() && dev != r.device) {
-    throw Error(Errc::not_found, what + ": address " + r.address + " belongs to RDMA device " +
-                                     dev + ", not the configured '" + r.device + "'");
-  }
   try {
-    ibv_device_attr attr{};
-    rdma::check_ret(ibv_query_device(listener_->verbs(), &attr), "ibv_query_device", dev);
+    const ibv_device_attr attr = rdma::query_device(listener_->verbs());
     if (attr.max_qp_wr > 0 && sq_depth_ > static_cast<std::uint32_t>(attr.max_qp_wr)) {
       throw Error(Errc::unsupported, "device " + dev + " allows " +
                                          std::to_string(attr.max_qp_wr) +
@@ -201,7 +176,7 @@ void RcPublisher::cm_loop(std::stop_token stop) noexcept {
     pollfd pfd{channel_.fd(), POLLIN, 0};
     (void)::poll(&pfd, 1, static_cast<int>(period.count()));
     try {
-      while (auto ev = try_next(channel_)) on_event(std::move(*ev));
+      while (auto ev = channel_.try_next()) on_event(std::move(*ev));
     } catch (const std::exception& e) {
       logger()->error("publisher '{}': rdma_cm event: {}", config_.channel, e.what());
     }
@@ -293,7 +268,7 @@ void RcPublisher::on_connect_request(rdma::CmEvent ev) {
                            " bytes of private data)"));
     return;
   }
-  if (closing_.load(std::memory_order_acquire)) {
+  if (close_guard_.closing()) {
     reject(make_reject(RejectReason::closing, 0, "the publisher is closing"));
     return;
   }
@@ -377,13 +352,8 @@ void RcPublisher::setup_link(Link& link, rdma::CmId id, const ConnectRequest& re
   qa.cap.max_send_sge = 1;
   qa.cap.max_recv_sge = 1;
   qa.cap.max_inline_data = sizeof(Slot);
-  try {
-    link.qp.emplace(*link.id, link.pd->get(), qa);
-  } catch (const Error&) {
-    // A device without inline data: every WRITE then reads the staging ring.
-    qa.cap.max_inline_data = 0;
-    link.qp.emplace(*link.id, link.pd->get(), qa);
-  }
+  // A device without inline data: every WRITE then reads the staging ring.
+  link.qp.emplace(rdma::create_qp(*link.id, link.pd->get(), qa, sizeof(Slot)));
   link.max_inline = qa.cap.max_inline_data;
   link.position.store(0, std::memory_order_relaxed);
   link.end.store(0, std::memory_order_relaxed);
@@ -400,13 +370,8 @@ void RcPublisher::accept(Link& link) {
   // The subscriber's first credit is its first sequence: the data path reads this word.
   std::atomic_ref<std::uint64_t>(link.block.credit[0]).store(reply.first_seq,
                                                               std::memory_order_relaxed);
-  rdma_conn_param param{};
-  param.private_data = &reply;
-  param.private_data_len = sizeof reply;
-  param.responder_resources = 1;
-  param.initiator_depth = 1;
-  param.retry_count = 7;
-  param.rnr_retry_count = 7;  // CQ polling: wait for receives rather than fail
+  // (Its RNR retries matter in CQ polling: a subscriber short of receives is waited for.)
+  rdma_conn_param param = rdma::connection_param(std::as_bytes(std::span(&reply, 1)), 1, 1);
   link.accepted = true;
   link.id->accept(param);
 }
@@ -489,10 +454,8 @@ void RcPublisher::check_links() noexcept {
 // --- close ---
 
 void RcPublisher::close() noexcept {
-  if (closing_.exchange(true, std::memory_order_seq_cst)) return;
-  // Wait for a publish() in progress (it never blocks, so this is short); from here on the
-  // data path is ours.
-  while (dp_busy_.load(std::memory_order_seq_cst)) std::this_thread::yield();
+  // Waits for a publish() in progress; from here on the data path is ours.
+  if (!close_guard_.close()) return;
   notify_and_drain();
   cm_thread_.request_stop();
   if (cm_thread_.joinable()) cm_thread_.join();

@@ -39,6 +39,7 @@
 
 #include "tickrail/memory.hpp"
 #include "transport/rdma/cm.hpp"
+#include "transport/rdma/common/close_guard.hpp"
 #include "transport/rdma/rc/protocol.hpp"
 #include "transport/rdma/verbs.hpp"
 #include "transport/transport.hpp"
@@ -56,6 +57,16 @@ enum class LinkState : std::uint32_t {
   retired,
 };
 [[nodiscard]] const char* to_string(LinkState s) noexcept;
+
+// A link's state word (Link::state) and its one transition, moved by the CM thread and the
+// publishing thread alike.
+[[nodiscard]] constexpr std::uint32_t st(LinkState s) noexcept {
+  return static_cast<std::uint32_t>(s);
+}
+inline bool cas(std::atomic<std::uint32_t>& a, LinkState from, LinkState to) noexcept {
+  std::uint32_t expected = st(from);
+  return a.compare_exchange_strong(expected, st(to), std::memory_order_acq_rel);
+}
 
 // Why a connection ended (for logs and counters).
 enum class LinkEnd : std::uint32_t { none = 0, disconnected, failed, evicted, timed_out, closed };
@@ -237,8 +248,7 @@ class RcPublisher final : public detail::PublisherTransport {
   std::atomic<std::uint64_t> generation_{0};
   std::atomic<std::uint64_t> published_seq_{1};  // next_seq_, for subscribers()
   std::atomic<std::uint32_t> n_active_snapshot_{0};
-  std::atomic<bool> closing_{false};
-  std::atomic<bool> dp_busy_{false};  // a publish() is running (close() waits for it)
+  CloseGuard close_guard_;  // publish() against close() from another thread
   std::atomic<bool> device_lost_{false};
 
   // Control plane (the CM thread last: it stops before the objects it uses go).

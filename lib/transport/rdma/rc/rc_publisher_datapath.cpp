@@ -30,13 +30,6 @@
 namespace tickrail::rdma::rc {
 namespace {
 
-constexpr std::uint32_t st(LinkState s) { return static_cast<std::uint32_t>(s); }
-
-bool cas(std::atomic<std::uint32_t>& a, LinkState from, LinkState to) noexcept {
-  std::uint32_t expected = st(from);
-  return a.compare_exchange_strong(expected, st(to), std::memory_order_acq_rel);
-}
-
 constexpr std::uint64_t kNone = ~std::uint64_t{0};
 // The longest run of slots in one WRITE (256 KiB).
 constexpr std::uint64_t kMaxRunSlots = 4096;
@@ -44,14 +37,12 @@ constexpr std::uint64_t kMaxRunSlots = 4096;
 }  // namespace
 
 PublishResult RcPublisher::publish(std::span<const Tick> ticks) noexcept {
-  // Dekker with close(): our exchange and its store are both seq_cst, so either close() sees
-  // us busy and waits, or we see closing_ and leave.
-  dp_busy_.exchange(true, std::memory_order_seq_cst);
+  // close() may come from another thread: see CloseGuard for the ordering.
+  if (!close_guard_.enter()) [[unlikely]] return {PublishStatus::closed, 0, 0};
   struct Leave {
-    std::atomic<bool>& busy;
-    ~Leave() { busy.store(false, std::memory_order_release); }
-  } leave{dp_busy_};
-  if (closing_.load(std::memory_order_seq_cst)) [[unlikely]] return {PublishStatus::closed, 0, 0};
+    CloseGuard& guard;
+    ~Leave() { guard.leave(); }
+  } leave{close_guard_};
 
   if (generation_.load(std::memory_order_acquire) != seen_generation_) [[unlikely]] reconcile();
   const std::uint64_t now = Clock::now();

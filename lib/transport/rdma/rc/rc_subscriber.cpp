@@ -14,21 +14,13 @@
 #include "tickrail/clock.hpp"
 #include "tickrail/error.hpp"
 #include "tickrail/log.hpp"
+#include "transport/rdma/common/connection.hpp"
 #include "transport/rdma/verbs_error.hpp"
 
 namespace tickrail::rdma::rc {
 namespace {
 
 constexpr std::uint64_t kDefaultCapacity = 16384;  // PublisherConfig's default ring_capacity
-
-std::optional<rdma::CmEvent> try_next(rdma::EventChannel& ch) {
-  rdma_cm_event* ev = nullptr;
-  if (rdma_get_cm_event(ch.get(), &ev) == 0) return rdma::CmEvent(ev);
-  if (errno != EAGAIN && errno != EWOULDBLOCK) {
-    rdma::throw_call_error(errno, "rdma_get_cm_event", "subscriber event channel");
-  }
-  return std::nullopt;
-}
 
 std::uint64_t ms_to_ticks(std::chrono::milliseconds ms) {
   return std::max<std::uint64_t>(
@@ -169,11 +161,7 @@ std::unique_ptr<RcSubscriber::Connection> RcSubscriber::connect(std::uint64_t ca
     }
     throw wrap(e);
   }
-  const std::string dev = rdma::device_name(c->id->verbs());
-  if (!r.device.empty() && dev != r.device) {
-    throw Error(Errc::not_found, what + ": the route to " + dst.str() + " goes through RDMA device " +
-                                     dev + ", not the configured '" + r.device + "'");
-  }
+  rdma::check_bound_device(*c->id, r.device, what + ": " + dst.str());
   const std::size_t bytes = region_bytes(capacity);
   try {
     c->pd.emplace(c->id->verbs());
@@ -200,8 +188,7 @@ std::unique_ptr<RcSubscriber::Connection> RcSubscriber::connect(std::uint64_t ca
   }
 
   const bool cq_wanted = r.polling == RcPolling::cq || !config_.rdma.split_commit;
-  ibv_device_attr dattr{};
-  rdma::check_ret(ibv_query_device(c->id->verbs(), &dattr), "ibv_query_device", dev);
+  const ibv_device_attr dattr = rdma::query_device(c->id->verbs());
   // Receives for WRITE WITH IMMEDIATE: enough that a keeping-up subscriber never makes the
   // publisher wait for one (RNR), within what the device allows.
   const std::uint64_t max_wr = dattr.max_qp_wr > 0 ? static_cast<std::uint64_t>(dattr.max_qp_wr) : 4096;
@@ -222,12 +209,7 @@ std::unique_ptr<RcSubscriber::Connection> RcSubscriber::connect(std::uint64_t ca
     qa.cap.max_send_sge = 1;
     qa.cap.max_recv_sge = 1;
     qa.cap.max_inline_data = sizeof(std::uint64_t);
-    try {
-      c->qp.emplace(*c->id, c->pd->get(), qa);
-    } catch (const Error&) {
-      qa.cap.max_inline_data = 0;
-      c->qp.emplace(*c->id, c->pd->get(), qa);
-    }
+    c->qp.emplace(rdma::create_qp(*c->id, c->pd->get(), qa, sizeof(std::uint64_t)));
     c->max_inline = qa.cap.max_inline_data;
   } catch (const Error& e) {
     throw wrap(e);
@@ -252,13 +234,7 @@ std::unique_ptr<RcSubscriber::Connection> RcSubscriber::connect(std::uint64_t ca
                                     c->mr->rkey());
   if (overrides.version) req.version = *overrides.version;
   if (overrides.capacity_log2) req.capacity_log2 = *overrides.capacity_log2;
-  rdma_conn_param param{};
-  param.private_data = &req;
-  param.private_data_len = sizeof req;
-  param.responder_resources = 1;
-  param.initiator_depth = 1;
-  param.retry_count = 7;
-  param.rnr_retry_count = 7;
+  rdma_conn_param param = rdma::connection_param(std::as_bytes(std::span(&req, 1)), 1, 1);
   try {
     c->id->connect(param);
     rdma::CmEvent ev = c->channel.next(r.connect_timeout, what);
@@ -300,7 +276,7 @@ void RcSubscriber::cm_loop(std::stop_token stop) noexcept {
     pollfd pfd{conn_->channel.fd(), POLLIN, 0};
     (void)::poll(&pfd, 1, 50);
     try {
-      while (auto ev = try_next(conn_->channel)) {
+      while (auto ev = conn_->channel.try_next()) {
         PeerLoss loss = PeerLoss::none;
         if (ev->type() == RDMA_CM_EVENT_DISCONNECTED) loss = PeerLoss::disconnected;
         if (ev->type() == RDMA_CM_EVENT_DEVICE_REMOVAL) loss = PeerLoss::device_removed;

@@ -63,16 +63,6 @@ std::uint32_t active_mtu(rdma_cm_id* id) {
   return 128u << static_cast<unsigned>(pa.active_mtu);
 }
 
-void check_device(const CmId& id, const std::string& configured, const std::string& what) {
-  if (configured.empty()) return;
-  const std::string actual = device_name(id.verbs());
-  if (actual != configured) {
-    throw Error(Errc::invalid_argument, what + " is reached through RDMA device " + actual +
-                                            ", not the configured rdma.device = '" + configured +
-                                            "'");
-  }
-}
-
 // --- Membership ---
 
 Membership::Membership(CmId& id, EventChannel& channel, const Address& group, Kind kind,

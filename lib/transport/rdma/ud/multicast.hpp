@@ -27,10 +27,6 @@ namespace tickrail::rdma::ud {
 // Path MTU in bytes of the port an rdma_cm id is bound to.
 [[nodiscard]] std::uint32_t active_mtu(rdma_cm_id* id);
 
-// The device an id was bound to must be the configured one (when one is configured).
-// Errc::invalid_argument naming both.
-void check_device(const CmId& id, const std::string& configured, const std::string& what);
-
 // A membership of `group` on an rdma_cm id whose address is resolved and whose QP (if it should
 // receive) exists. Leaves the group when destroyed (rdma_leave_multicast, which also detaches
 // the id's QP). Destroy it before the id's QP, and its AH before it.

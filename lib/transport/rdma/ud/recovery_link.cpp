@@ -9,6 +9,7 @@
 #include "tickrail/log.hpp"
 #include "transport/rdma/ud/datagram.hpp"
 #include "transport/rdma/ud/multicast.hpp"
+#include "transport/rdma/common/connection.hpp"
 #include "transport/rdma/verbs_error.hpp"
 
 namespace tickrail::rdma::ud {
@@ -17,7 +18,7 @@ namespace {
 CmId resolved(EventChannel& ch, const RecoveryLink::Params& p) {
   CmId id(ch, RDMA_PS_TCP);
   resolve(id, ch, p.publisher, p.timeout);
-  check_device(id, p.device, "publisher " + p.publisher.str());
+  check_bound_device(id, p.device, "publisher " + p.publisher.str(), Errc::invalid_argument);
   return id;
 }
 
@@ -58,8 +59,7 @@ RecoveryLink::RecoveryLink(const Params& p)
   req.session = p.session;
   std::memcpy(req.token, p.token.data(), p.token.size());
 
-  ibv_device_attr dev{};
-  check_ret(ibv_query_device(id_.verbs(), &dev), "ibv_query_device", id_.describe());
+  const ibv_device_attr dev = query_device(id_.verbs());
   // Retransmit a lost read response after ~67 ms (4.096 us * 2^14) rather than rdma_cm's RoCE
   // default of about half a second: recovery runs exactly when the network is losing packets.
   std::uint8_t ack_timeout = 14;
@@ -68,13 +68,9 @@ RecoveryLink::RecoveryLink(const Params& p)
     logger()->debug("recovery link {}: rdma_set_option(ACK_TIMEOUT): {}", id_.describe(),
                     std::strerror(errno));
   }
-  rdma_conn_param param{};
-  param.private_data = &req;
-  param.private_data_len = sizeof req;
-  param.initiator_depth = static_cast<std::uint8_t>(std::clamp(dev.max_qp_init_rd_atom, 1, 16));
-  param.responder_resources = 0;
-  param.retry_count = 7;
-  param.rnr_retry_count = 7;
+  rdma_conn_param param = connection_param(
+      std::as_bytes(std::span(&req, 1)), 0,
+      static_cast<std::uint8_t>(std::clamp(dev.max_qp_init_rd_atom, 1, 16)));
   id_.connect(param);
   const std::string what = "recovery connection to publisher " + p.publisher.str();
   CmEvent ev = channel_.expect(RDMA_CM_EVENT_ESTABLISHED, p.timeout, what);

@@ -8,6 +8,7 @@
 #include "tickrail/log.hpp"
 #include "transport/rdma/ud/datagram.hpp"
 #include "transport/rdma/ud/multicast.hpp"
+#include "transport/rdma/common/connection.hpp"
 #include "transport/rdma/verbs_error.hpp"
 
 namespace tickrail::rdma::ud {
@@ -16,12 +17,8 @@ namespace {
 CmId bound_listener(EventChannel& ch, const RecoveryServer::Params& p) {
   CmId id(ch, RDMA_PS_TCP);
   id.bind(p.listen);
-  if (id.verbs() == nullptr) {
-    throw Error(Errc::not_found, "UD recovery listener " + p.listen.str() +
-                                     ": the address is not on an RDMA device (rdma.address must "
-                                     "be the address of the device's netdev)");
-  }
-  check_device(id, p.device, "recovery address " + p.listen.str());
+  check_bound_device(id, p.device, "UD recovery address " + p.listen.str() + " (rdma.address)",
+                     Errc::invalid_argument);
   id.listen(16);
   return id;
 }
@@ -40,8 +37,7 @@ RecoveryServer::RecoveryServer(const Params& p, const ProtectionDomain& pd)
                     device_name(pd_->context) + ": use one address on one device");
   }
   port_ = listener_.local_port();
-  ibv_device_attr dev{};
-  check_ret(ibv_query_device(listener_.verbs(), &dev), "ibv_query_device", listener_.describe());
+  const ibv_device_attr dev = query_device(listener_.verbs());
   responder_resources_ = static_cast<std::uint8_t>(std::clamp(dev.max_qp_rd_atom, 1, 16));
   thread_ = std::jthread([this](std::stop_token st) { run(st); });
 }
@@ -164,14 +160,11 @@ void RecoveryServer::on_request(CmEvent& ev) {
   a.cap.max_recv_sge = 1;
   CmQueuePair qp(id, pd_, a);
   RecoveryGrant grant = params_.grant;
-  rdma_conn_param param{};
-  param.private_data = &grant;
-  param.private_data_len = sizeof grant;
-  param.responder_resources =
+  rdma_conn_param param = connection_param(
+      std::as_bytes(std::span(&grant, 1)),
       std::max<std::uint8_t>(1, std::min<std::uint8_t>(ev.get()->param.conn.initiator_depth,
-                                                       responder_resources_));
-  param.initiator_depth = 0;  // the publisher reads nothing
-  param.rnr_retry_count = 7;
+                                                       responder_resources_)),
+      0);  // the publisher reads nothing
   id.accept(param);
   auto conn = std::make_unique<Conn>(Conn{std::move(id), std::move(qp), peer, false});
   std::lock_guard lock(mutex_);

@@ -12,38 +12,12 @@
 #include "tickrail/error.hpp"
 #include "tickrail/log.hpp"
 #include "transport/rdma/ud/recovery_protocol.hpp"
+#include "transport/rdma/ud/settings.hpp"
+#include "transport/rdma/common/connection.hpp"
 #include "transport/rdma/verbs_error.hpp"
 
 namespace tickrail::rdma::ud {
 namespace {
-
-[[noreturn]] void bad(const std::string& key, const std::string& why) {
-  throw Error(Errc::config_error, "UD publisher: rdma." + key + ": " + why);
-}
-
-const PublisherConfig& validated(const PublisherConfig& c) {
-  const RdmaConfig& r = c.rdma;
-  if (c.transport != TransportKind::ud) bad("transport", "not ud");
-  if (r.address.empty()) {
-    bad("address", "must be set: the publisher's address on its RDMA device (multicast is sent "
-                   "from it, recovery is served on it)");
-  }
-  if (r.groups.size() != 1) {
-    bad("groups", "a UD publisher sends to exactly one group (" + std::to_string(r.groups.size()) +
-                      " given); run one publisher per group");
-  }
-  if (r.history < 2 || !std::has_single_bit(r.history) || r.history > (1u << 26)) {
-    bad("history", std::to_string(r.history) + " is not a power of two from 2 to 2^26");
-  }
-  if (r.max_ticks_per_datagram == 0) bad("max_ticks_per_datagram", "must be at least 1");
-  if (r.heartbeat_interval.count() <= 0) bad("heartbeat_interval_ms", "must be positive");
-  if (r.batch_delay.count() < 0) bad("batch_delay_ns", "must not be negative");
-  if (r.token.size() > kMaxTokenBytes) {
-    bad("token", "at most " + std::to_string(kMaxTokenBytes) + " bytes");
-  }
-  if (r.connect_timeout.count() <= 0) bad("connect_timeout_ms", "must be positive");
-  return c;
-}
 
 // Resolves the group from the configured address; returns the device it is reached through.
 ibv_context* resolve_group(CmId& id, EventChannel& ch, const PublisherConfig& c) {
@@ -59,7 +33,7 @@ ibv_context* resolve_group(CmId& id, EventChannel& ch, const PublisherConfig& c)
                               group.str() + "): " + e.what() +
                               " (is it the address of an RDMA device's netdev?)");
   }
-  check_device(id, c.rdma.device, "address " + c.rdma.address);
+  check_bound_device(id, c.rdma.device, "address " + c.rdma.address, Errc::invalid_argument);
   return id.verbs();
 }
 
@@ -83,8 +57,7 @@ UdPublisher::UdPublisher(const PublisherConfig& config)
   mtu_ = active_mtu(mc_id_.get());
   tpd_ = checked_ticks_per_datagram(r.max_ticks_per_datagram, mtu_, where);
 
-  ibv_device_attr dev{};
-  check_ret(ibv_query_device(mc_id_.verbs(), &dev), "ibv_query_device", where);
+  const ibv_device_attr dev = query_device(mc_id_.verbs());
   signal_every_ = std::clamp<std::uint32_t>(r.signal_every, 1, 1024);
   sq_depth_ = std::bit_ceil(std::max<std::uint32_t>(64, 2 * signal_every_));
   while (sq_depth_ > static_cast<std::uint32_t>(dev.max_qp_wr) && sq_depth_ > 2) sq_depth_ /= 2;
@@ -94,7 +67,7 @@ UdPublisher::UdPublisher(const PublisherConfig& config)
   // there must be complete, which the send queue depth bounds.
   const std::uint64_t min_history = std::uint64_t{4} * sq_depth_ * tpd_;
   if (r.history < min_history) {
-    bad("history", std::to_string(r.history) + " ticks is less than the " +
+    bad_setting("UD publisher", "history", std::to_string(r.history) + " ticks is less than the " +
                        std::to_string(min_history) + " that " + std::to_string(sq_depth_) +
                        " queued datagrams of " + std::to_string(tpd_) + " ticks may still gather");
   }
@@ -115,27 +88,19 @@ UdPublisher::UdPublisher(const PublisherConfig& config)
   send_cq_.emplace(mc_id_.verbs(), static_cast<int>(sq_depth_));
   // Inline the largest datagram the device takes inline (rxe: 512 bytes); the work request
   // then carries the bytes and the NIC reads no memory for them.
-  std::uint32_t want_inline = static_cast<std::uint32_t>(std::min<std::size_t>(datagram_bytes(tpd_), 1024));
-  for (;;) {
-    ibv_qp_init_attr a{};
-    a.qp_type = IBV_QPT_UD;
-    a.send_cq = send_cq_->get();
-    a.recv_cq = send_cq_->get();
-    a.cap.max_send_wr = sq_depth_;
-    a.cap.max_recv_wr = 1;
-    a.cap.max_send_sge = 3;
-    a.cap.max_recv_sge = 1;
-    a.cap.max_inline_data = want_inline;
-    a.sq_sig_all = 0;
-    try {
-      qp_.emplace(mc_id_, pd_.get(), a);
-      max_inline_ = a.cap.max_inline_data;
-      break;
-    } catch (const Error&) {
-      if (want_inline == 0) throw;
-      want_inline = want_inline > kHeaderBytes ? want_inline / 2 : 0;
-    }
-  }
+  const auto want_inline = static_cast<std::uint32_t>(std::min<std::size_t>(datagram_bytes(tpd_), 1024));
+  ibv_qp_init_attr a{};
+  a.qp_type = IBV_QPT_UD;
+  a.send_cq = send_cq_->get();
+  a.recv_cq = send_cq_->get();
+  a.cap.max_send_wr = sq_depth_;
+  a.cap.max_recv_wr = 1;
+  a.cap.max_send_sge = 3;
+  a.cap.max_recv_sge = 1;
+  a.cap.max_inline_data = want_inline;
+  a.sq_sig_all = 0;
+  qp_.emplace(create_qp(mc_id_, pd_.get(), a, kHeaderBytes));
+  max_inline_ = a.cap.max_inline_data;
 
   const Address group = parse_group(r.groups.front(), "rdma.groups[0]");
   membership_ = std::make_unique<Membership>(mc_id_, mc_channel_, group,

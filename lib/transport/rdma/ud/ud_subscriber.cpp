@@ -12,31 +12,11 @@
 #include "tickrail/error.hpp"
 #include "tickrail/log.hpp"
 #include "transport/rdma/ud/recovery_protocol.hpp"
+#include "transport/rdma/ud/settings.hpp"
 #include "transport/rdma/verbs_error.hpp"
 
 namespace tickrail::rdma::ud {
 namespace {
-
-[[noreturn]] void bad(const std::string& key, const std::string& why) {
-  throw Error(Errc::config_error, "UD subscriber: rdma." + key + ": " + why);
-}
-
-const SubscriberConfig& validated(const SubscriberConfig& c) {
-  const RdmaConfig& r = c.rdma;
-  if (c.transport != TransportKind::ud) bad("transport", "not ud");
-  if (r.groups.empty()) bad("groups", "at least one multicast group is needed");
-  if (r.groups.size() > 64) bad("groups", "at most 64 groups per subscriber");
-  if (r.recv_buffers < 16 || r.recv_buffers > 65536) {
-    bad("recv_buffers", std::to_string(r.recv_buffers) + " is outside 16..65536");
-  }
-  if (r.reorder_buffer < 16 || !std::has_single_bit(r.reorder_buffer) ||
-      r.reorder_buffer > (1u << 24)) {
-    bad("reorder_buffer", std::to_string(r.reorder_buffer) + " is not a power of two from 16 to 2^24");
-  }
-  if (r.token.size() > kMaxTokenBytes) bad("token", "at most " + std::to_string(kMaxTokenBytes) + " bytes");
-  if (r.connect_timeout.count() <= 0) bad("connect_timeout_ms", "must be positive");
-  return c;
-}
 
 std::string local_address(const RdmaConfig& r) {
   Context ctx = r.device.empty() ? Context::open_first() : Context::open(r.device);
@@ -65,7 +45,7 @@ UdSubscriber::UdSubscriber(const SubscriberConfig& config) : config_(validated(c
     g->id.resolve_addr(&src, g->address, r.connect_timeout);
     (void)g->channel.expect(RDMA_CM_EVENT_ADDR_RESOLVED, r.connect_timeout + std::chrono::seconds(1),
                             "resolve multicast group " + g->address.str() + " from " + src.str());
-    check_device(g->id, r.device, "group " + g->text);
+    check_bound_device(g->id, r.device, "group " + g->text, Errc::invalid_argument);
     if (!groups_.empty() && g->id.verbs() != groups_.front()->id.verbs()) {
       throw Error(Errc::invalid_argument, "UD subscriber: group " + g->text + " is reached through " +
                                               device_name(g->id.verbs()) + ", group " +
@@ -86,8 +66,7 @@ UdSubscriber::UdSubscriber(const SubscriberConfig& config) : config_(validated(c
   // completes most reads at the first try.
   staging_ticks_ = std::min<std::uint32_t>(window_ticks_, 256);
   recv_batch_ = std::clamp<std::uint32_t>(r.recv_batch, 1, r.recv_buffers / 2);
-  ibv_device_attr dev{};
-  check_ret(ibv_query_device(verbs, &dev), "ibv_query_device", "device " + device_name(verbs));
+  const ibv_device_attr dev = query_device(verbs);
   const std::uint32_t nbufs =
       std::min<std::uint32_t>(r.recv_buffers, static_cast<std::uint32_t>(dev.max_qp_wr));
   recv_cq_.emplace(verbs, static_cast<int>(std::min<std::uint64_t>(

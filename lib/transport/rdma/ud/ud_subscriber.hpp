@@ -73,11 +73,10 @@ class UdSubscriber final : public detail::SubscriberTransport {
 
   // Test hook on the receive path: called with every datagram received (before validation);
   // returning true drops it as if the network had. Set before polling; polling thread only.
+  // Setting it switches to a receive function that calls it: without it, the receive path
+  // carries no test of it at all.
   using DropHook = bool (*)(void* context, const std::byte* datagram, std::size_t length);
-  void set_drop_hook(DropHook hook, void* context) noexcept {
-    drop_hook_ = hook;
-    drop_context_ = context;
-  }
+  void set_drop_hook(DropHook hook, void* context) noexcept;
 
  private:
   // Recovery link states: the polling thread moves idle->wanted, failed->wanted (retry) and
@@ -135,7 +134,8 @@ class UdSubscriber final : public detail::SubscriberTransport {
     std::atomic<bool> ended{false};             // the publisher sent its end datagram
   };
 
-  // Data path.
+  // Data path. kHooked: the drop hook is set (tests only).
+  template <bool kHooked>
   std::size_t on_datagram(Group& g, const std::byte* p, std::size_t len, detail::TickSink& sink,
                           std::size_t room, std::uint64_t now) noexcept;
   void adopt_session(Group& g, const DatagramHeader& h) noexcept;
@@ -145,7 +145,9 @@ class UdSubscriber final : public detail::SubscriberTransport {
 
   // Delivers nothing: takes pending completions into the reorder windows (ready()).
   void take_completions() noexcept;
+  template <bool kHooked>
   std::size_t process_cq(detail::TickSink& sink, std::size_t limit) noexcept;
+  using ProcessCq = std::size_t (UdSubscriber::*)(detail::TickSink&, std::size_t) noexcept;
 
   // Control plane.
   void conductor_loop(std::stop_token st);
@@ -177,6 +179,7 @@ class UdSubscriber final : public detail::SubscriberTransport {
   std::atomic<bool> closing_{false};
   DropHook drop_hook_ = nullptr;
   void* drop_context_ = nullptr;
+  ProcessCq process_cq_ = &UdSubscriber::process_cq<false>;  // <true> once a drop hook is set
   mutable std::mutex mutex_;  // link_error strings
   std::jthread conductor_;
 };

@@ -58,12 +58,15 @@ void UdSubscriber::start_stream(Group& g, std::uint64_t first_live) noexcept {
   g.tracker.start(first, first_live);
 }
 
+template <bool kHooked>
 std::size_t UdSubscriber::on_datagram(Group& g, const std::byte* p, std::size_t len,
                                       detail::TickSink& sink, std::size_t room,
                                       std::uint64_t now) noexcept {
-  if (drop_hook_ != nullptr && drop_hook_(drop_context_, p, len)) [[unlikely]] {
-    ++g.hook_dropped;
-    return 0;
+  if constexpr (kHooked) {
+    if (drop_hook_(drop_context_, p, len)) {
+      ++g.hook_dropped;
+      return 0;
+    }
   }
   const Verdict v = validate(p, len);
   if (v != Verdict::ok) [[unlikely]] {
@@ -118,6 +121,13 @@ std::size_t UdSubscriber::on_datagram(Group& g, const std::byte* p, std::size_t 
   return delivered;
 }
 
+void UdSubscriber::set_drop_hook(DropHook hook, void* context) noexcept {
+  drop_hook_ = hook;
+  drop_context_ = context;
+  process_cq_ = hook != nullptr ? &UdSubscriber::process_cq<true> : &UdSubscriber::process_cq<false>;
+}
+
+template <bool kHooked>
 std::size_t UdSubscriber::process_cq(detail::TickSink& sink, std::size_t limit) noexcept {
   ibv_wc wc[32];
   const int got = ibv_poll_cq(recv_cq_->get(), 32, wc);
@@ -130,7 +140,7 @@ std::size_t UdSubscriber::process_cq(detail::TickSink& sink, std::size_t limit) 
     if (wc[i].status == IBV_WC_SUCCESS && wc[i].byte_len >= kGrhBytes) [[likely]] {
       const std::byte* p = static_cast<const std::byte*>(g.bufs_mem.data()) +
                            std::size_t{buf} * buf_stride_ + kHeaderBytes;
-      n += on_datagram(g, p, wc[i].byte_len - kGrhBytes, sink, limit - n, now);
+      n += on_datagram<kHooked>(g, p, wc[i].byte_len - kGrhBytes, sink, limit - n, now);
     } else if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
       ++g.recv_errors;
     }
@@ -196,7 +206,7 @@ std::size_t UdSubscriber::poll(detail::TickSink sink, std::size_t limit) noexcep
     if (n >= limit) break;
     if (g->tracker.behind()) n += g->tracker.deliver(sink, limit - n);
   }
-  if (n < limit) n += process_cq(sink, limit - n);
+  if (n < limit) n += (this->*process_cq_)(sink, limit - n);
   // Recovery work only when some stream is behind; the clock is read only then.
   std::uint64_t now = 0;
   for (auto& g : groups_) {
@@ -211,7 +221,7 @@ std::size_t UdSubscriber::poll(detail::TickSink sink, std::size_t limit) noexcep
 void UdSubscriber::take_completions() noexcept {
   NoSink none;
   detail::TickSink sink(none);
-  (void)process_cq(sink, 0);
+  (void)(this->*process_cq_)(sink, 0);
 }
 
 bool UdSubscriber::ready() noexcept {
@@ -272,5 +282,9 @@ UdSubscriberCounters UdSubscriber::ud_counters() const noexcept {
   }
   return c;
 }
+
+// The two receive functions, for the constructor (ud_subscriber.cpp) to point at.
+template std::size_t UdSubscriber::process_cq<false>(detail::TickSink&, std::size_t) noexcept;
+template std::size_t UdSubscriber::process_cq<true>(detail::TickSink&, std::size_t) noexcept;
 
 }  // namespace tickrail::rdma::ud
