@@ -13,7 +13,7 @@
 // as fast as the consumer allows, one tick per call, the consumer draining in batches; in them
 // neither contender stamps a send time (tickrail's stamped rate is printed beside).
 //
-// --stats on|off|both: tickrail's live counters (stats.hpp) on, off, or both: a second channel
+// --stats on|off|both: tickrail's live counters (tickrail-stat) on, off, or both: a second channel
 // with counters off runs in the same rounds, and the p50 ratio on/off says what they cost.
 #include <boost/lockfree/spsc_queue.hpp>
 

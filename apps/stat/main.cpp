@@ -18,7 +18,7 @@
 
 #include "cli.hpp"
 #include "tickrail/report.hpp"
-#include "tickrail/stats.hpp"
+#include "core/stats.hpp"
 
 using namespace tickrail;
 

@@ -91,7 +91,7 @@ struct PublisherConfig {
   // publisher's own user and root always may; add user or group names, or numeric ids.
   std::vector<std::string> allow_users;
   std::vector<std::string> allow_groups;
-  bool stats = true;  // live counters in the process's stat file (stats.hpp; TICKRAIL_STATS=0: off)
+  bool stats = true;  // live counters in the process's stat file (tickrail-stat; TICKRAIL_STATS=0: off)
   RdmaConfig rdma;
 
   void validate() const;  // throws Error(config_error)
@@ -114,7 +114,7 @@ struct SubscriberConfig {
   // (SO_PEERCRED) and the channel socket's owner. Our own user and root always are; add user
   // names or numeric ids.
   std::vector<std::string> publisher_users;
-  bool stats = true;  // live counters in the process's stat file (stats.hpp; TICKRAIL_STATS=0: off)
+  bool stats = true;  // live counters in the process's stat file (tickrail-stat; TICKRAIL_STATS=0: off)
   RdmaConfig rdma;
 
   void validate() const;

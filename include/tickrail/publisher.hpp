@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "tickrail/config.hpp"
-#include "tickrail/stats.hpp"
+#include "tickrail/counters.hpp"
 #include "tickrail/tick.hpp"
 
 namespace tickrail {
@@ -29,26 +29,6 @@ struct [[nodiscard]] PublishResult {
   std::uint32_t published = 0;  // ticks accepted (sequenced), from the front of the span
   std::uint64_t blocked = 0;    // bit i set: subscriber slot i had no room
   [[nodiscard]] bool ok() const noexcept { return status == PublishStatus::ok; }
-};
-
-struct PublisherCounters {
-  std::uint64_t published = 0;       // ticks sequenced
-  std::uint64_t back_pressured = 0;  // publish calls that could not deliver everything
-  std::uint64_t unheard = 0;         // ticks sequenced while nobody subscribed
-  std::uint64_t evictions = 0;       // subscribers evicted by the disconnect policy
-  std::uint64_t reclaimed = 0;       // subscribers found dead and reclaimed
-  std::uint64_t completion_errors = 0;  // rdma: work completions with an error status
-};
-
-struct SubscriberStatus {
-  std::uint32_t slot = 0;
-  int pid = 0;                 // shm: the subscriber's process
-  std::string peer;            // rdma: the subscriber's address
-  SlowConsumerPolicy policy{};
-  std::string state;           // "requested", "active", "evicted", ...
-  std::uint64_t position = 0;  // next sequence it expects (its credit)
-  std::uint64_t lag = 0;       // ticks published that it has not consumed
-  std::uint64_t back_pressure = 0;  // times its full ring held the publisher back (0: not known)
 };
 
 namespace detail {
@@ -78,7 +58,7 @@ class Publisher {
   [[nodiscard]] std::uint64_t next_sequence() const noexcept;
   [[nodiscard]] std::uint32_t subscriber_count() const noexcept;  // active ones, fast
   [[nodiscard]] const PublisherCounters& counters() const noexcept;
-  // The process's live counters (stats.hpp) carry this publisher's counters, refreshed by
+  // The process's live counters (tickrail-stat) carry this publisher's counters, refreshed by
   // publish() and service(), unless PublisherConfig::stats or TICKRAIL_STATS turned them off.
   [[nodiscard]] bool stats_enabled() const noexcept { return stats_.block() != nullptr; }
 

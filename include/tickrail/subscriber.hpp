@@ -12,8 +12,8 @@
 #include <type_traits>
 
 #include "tickrail/config.hpp"
+#include "tickrail/counters.hpp"
 #include "tickrail/ring.hpp"
-#include "tickrail/stats.hpp"
 #include "tickrail/tick.hpp"
 
 namespace tickrail {
@@ -24,25 +24,6 @@ enum class SubscriberState : std::uint8_t {
   evicted,         // the publisher evicted it (reason() says why); what arrived can be drained
   publisher_gone,  // the publisher closed or went silent; what arrived can be drained
   closed,
-};
-
-// received + lost always equals the ticks published from the subscriber's first sequence up to
-// its position (next_sequence()), including ticks lapped before its first receipt.
-struct SubscriberCounters {
-  std::uint64_t received = 0;  // ticks delivered to the handler
-  std::uint64_t lost = 0;      // ticks it will never receive (lapped under drop; UD: gone for good)
-  // Ring transports: times the publisher overtook it by a whole ring, ceil(lost / ring
-  // capacity) (the publisher is then lost + up to a ring of unread ticks ahead). UD: runs of
-  // ticks lost for good (its recovery history overtaken, or no recovery).
-  std::uint64_t laps = 0;
-  // Transports that have them fill these (UD: gaps and recovery; RDMA: completions).
-  std::uint64_t gaps = 0;               // sequence gaps detected
-  std::uint64_t recovered = 0;          // ticks recovered after a gap
-  std::uint64_t foreign = 0;            // datagrams of another channel or session, dropped
-  std::uint64_t malformed = 0;          // datagrams that did not decode, dropped
-  std::uint64_t completion_errors = 0;  // work completions with an error status
-  // Runs of lost ticks skipped: a subscriber that stays lapped resumes many times per lap.
-  std::uint64_t skips = 0;
 };
 
 namespace detail {
@@ -94,10 +75,10 @@ class Subscriber {
   [[nodiscard]] SubscriberState state() const noexcept;
   [[nodiscard]] SubscriberCounters counters() const noexcept;
   [[nodiscard]] std::uint64_t next_sequence() const noexcept;
-  // The process's live counters (stats.hpp) carry this subscriber's counters and the longest
+  // The process's live counters (tickrail-stat) carry this subscriber's counters and the longest
   // interval between two poll() calls, unless SubscriberConfig::stats or TICKRAIL_STATS=0
   // turned them off. Cost when on: a decrement per poll, one RDTSC per 16 empty polls and per
-  // non-empty poll, four stores per non-empty poll (stats.hpp, PollProbe).
+  // non-empty poll, five stores per non-empty poll (counters.hpp, PollProbe).
   [[nodiscard]] bool stats_enabled() const noexcept { return probe_.on(); }
 
   // Control plane.

@@ -10,20 +10,20 @@
 #include <sstream>
 #include <string_view>
 
+#include "core/enum_names.hpp"
+
 #if TICKRAIL_HAVE_TSC
 #include <cpuid.h>
 #endif
 
 namespace tickrail {
 
-const char* to_string(ClockSource s) noexcept {
-  switch (s) {
-    case ClockSource::uncalibrated: return "uncalibrated";
-    case ClockSource::tsc: return "tsc";
-    case ClockSource::monotonic_raw: return "monotonic_raw";
-  }
-  return "unknown";
-}
+namespace {
+constexpr detail::EnumName<ClockSource> kSourceNames[] = {{ClockSource::uncalibrated, "uncalibrated"},
+    {ClockSource::tsc, "tsc"}, {ClockSource::monotonic_raw, "monotonic_raw"}};
+}  // namespace
+
+const char* to_string(ClockSource s) noexcept { return detail::name_of(kSourceNames, s); }
 
 TscFlags read_tsc_flags(const std::string& root) {
   TscFlags f;

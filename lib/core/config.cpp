@@ -2,6 +2,7 @@
 
 #include "tickrail/error.hpp"
 #include "tickrail/ring.hpp"
+#include "core/enum_names.hpp"
 
 namespace tickrail {
 namespace {
@@ -23,49 +24,31 @@ void validate_duration(std::string_view key, std::chrono::milliseconds d, std::i
   check_duration(key, d, static_cast<std::chrono::milliseconds::rep>(min));
 }
 
-const char* to_string(TransportKind t) noexcept {
-  switch (t) {
-    case TransportKind::shm: return "shm";
-    case TransportKind::rc: return "rc";
-    case TransportKind::ud: return "ud";
-  }
-  return "unknown";
-}
+constexpr detail::EnumName<TransportKind> kTransportNames[] = {
+    {TransportKind::shm, "shm"}, {TransportKind::rc, "rc"}, {TransportKind::ud, "ud"}};
+constexpr detail::EnumName<SlowConsumerPolicy> kPolicyNames[] = {
+    {SlowConsumerPolicy::block, "block"},
+    {SlowConsumerPolicy::drop, "drop"},
+    {SlowConsumerPolicy::disconnect, "disconnect"}};
+constexpr detail::EnumName<RcPolling> kPollingNames[] = {{RcPolling::memory, "memory"},
+                                                         {RcPolling::cq, "cq"}};
 
-const char* to_string(SlowConsumerPolicy p) noexcept {
-  switch (p) {
-    case SlowConsumerPolicy::block: return "block";
-    case SlowConsumerPolicy::drop: return "drop";
-    case SlowConsumerPolicy::disconnect: return "disconnect";
-  }
-  return "unknown";
-}
-
-const char* to_string(RcPolling p) noexcept {
-  switch (p) {
-    case RcPolling::memory: return "memory";
-    case RcPolling::cq: return "cq";
-  }
-  return "unknown";
-}
+const char* to_string(TransportKind t) noexcept { return detail::name_of(kTransportNames, t); }
+const char* to_string(SlowConsumerPolicy p) noexcept { return detail::name_of(kPolicyNames, p); }
+const char* to_string(RcPolling p) noexcept { return detail::name_of(kPollingNames, p); }
 
 RcPolling parse_rc_polling(std::string_view s, std::string_view key) {
-  if (s == "memory") return RcPolling::memory;
-  if (s == "cq") return RcPolling::cq;
+  if (const auto v = detail::value_of(kPollingNames, s)) return *v;
   bad(key, "unknown polling mode '" + std::string(s) + "' (expected memory or cq)");
 }
 
 TransportKind parse_transport(std::string_view s, std::string_view key) {
-  if (s == "shm") return TransportKind::shm;
-  if (s == "rc") return TransportKind::rc;
-  if (s == "ud") return TransportKind::ud;
+  if (const auto v = detail::value_of(kTransportNames, s)) return *v;
   bad(key, "unknown transport '" + std::string(s) + "' (expected shm, rc or ud)");
 }
 
 SlowConsumerPolicy parse_policy(std::string_view s, std::string_view key) {
-  if (s == "block") return SlowConsumerPolicy::block;
-  if (s == "drop") return SlowConsumerPolicy::drop;
-  if (s == "disconnect") return SlowConsumerPolicy::disconnect;
+  if (const auto v = detail::value_of(kPolicyNames, s)) return *v;
   bad(key, "unknown policy '" + std::string(s) + "' (expected block, drop or disconnect)");
 }
 

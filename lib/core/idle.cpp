@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "core/enum_names.hpp"
 #include "tickrail/error.hpp"
 
 namespace tickrail {
@@ -23,21 +24,18 @@ void Backoff::park() const noexcept {
   nanosleep(&ts, nullptr);
 }
 
+namespace {
+constexpr detail::EnumName<IdleKind> kKindNames[] = {
+    {IdleKind::busy_spin, "busy_spin"}, {IdleKind::yield, "yield"}, {IdleKind::backoff, "backoff"}};
+}  // namespace
+
 IdleKind parse_idle_kind(std::string_view name) {
-  if (name == "busy_spin" || name == "busy-spin" || name == "spin") return IdleKind::busy_spin;
-  if (name == "yield") return IdleKind::yield;
-  if (name == "backoff") return IdleKind::backoff;
+  if (name == "busy-spin" || name == "spin") return IdleKind::busy_spin;  // accepted aliases
+  if (const auto k = detail::value_of(kKindNames, name)) return *k;
   throw Error(Errc::config_error, "idle strategy '" + std::string(name) +
                                       "' is not one of busy_spin, yield, backoff");
 }
 
-const char* to_string(IdleKind kind) noexcept {
-  switch (kind) {
-    case IdleKind::busy_spin: return "busy_spin";
-    case IdleKind::yield: return "yield";
-    case IdleKind::backoff: return "backoff";
-  }
-  return "unknown";
-}
+const char* to_string(IdleKind kind) noexcept { return detail::name_of(kKindNames, kind); }
 
 }  // namespace tickrail

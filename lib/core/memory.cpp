@@ -11,6 +11,7 @@
 #include <limits>
 #include <utility>
 
+#include "core/enum_names.hpp"
 #include "tickrail/error.hpp"
 
 #ifndef MADV_POPULATE_WRITE
@@ -122,14 +123,13 @@ void prefault(void* addr, std::size_t len) noexcept {
   }
 }
 
-const char* to_string(PageKind kind) noexcept {
-  switch (kind) {
-    case PageKind::normal: return "normal pages";
-    case PageKind::transparent_huge: return "transparent huge pages (madvise)";
-    case PageKind::huge_tlb: return "huge pages (MAP_HUGETLB)";
-  }
-  return "unknown";
-}
+namespace {
+constexpr detail::EnumName<PageKind> kPageNames[] = {{PageKind::normal, "normal pages"},
+    {PageKind::transparent_huge, "transparent huge pages (madvise)"},
+    {PageKind::huge_tlb, "huge pages (MAP_HUGETLB)"}};
+}  // namespace
+
+const char* to_string(PageKind kind) noexcept { return detail::name_of(kPageNames, kind); }
 
 MappedRegion::MappedRegion(std::size_t bytes, bool huge_pages) {
   if (bytes == 0) throw Error(Errc::invalid_argument, "map anonymous region: size 0");

@@ -1,7 +1,7 @@
 // Writer side of the counters file: the process-wide registry of blocks, the file's lifetime and
 // the stats thread that refreshes publishers' per-subscriber rows. Control plane only; the hot
-// path writes counters through the inline helpers of stats.hpp.
-#include "tickrail/stats.hpp"
+// path writes counters through Registration (tickrail/counters.hpp).
+#include "core/stats.hpp"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -15,7 +15,6 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <stop_token>
 #include <thread>
@@ -23,17 +22,23 @@
 #include "tickrail/affinity.hpp"
 #include "tickrail/clock.hpp"
 #include "tickrail/log.hpp"
+#include "core/enum_names.hpp"
+#include "core/process_identity.hpp"
 #include "core/stats_words.hpp"
 
 namespace tickrail::stats {
 
 namespace {
 
-constexpr std::array<const char*, static_cast<std::size_t>(PubCounter::count_)> kPubNames{
-    "published", "back_pressured", "unheard", "evictions", "reclaimed", "completion_errors"};
-constexpr std::array<const char*, static_cast<std::size_t>(SubCounter::count_)> kSubNames{
-    "received",  "lost",      "laps",      "position",          "gaps",
-    "recovered", "foreign",   "malformed", "completion_errors", "max_poll_gap_cycles"};
+constexpr detail::EnumName<BlockKind> kKindNames[] = {{BlockKind::free, "free"},
+                                                      {BlockKind::publisher, "publisher"},
+                                                      {BlockKind::subscriber, "subscriber"}};
+constexpr detail::EnumName<EndpointState> kStateNames[] = {{EndpointState::open, "open"},
+    {EndpointState::connecting, "connecting"}, {EndpointState::active, "active"},
+    {EndpointState::evicted, "evicted"}, {EndpointState::publisher_gone, "publisher gone"},
+    {EndpointState::closed, "closed"}};
+// The reader shows every state it may find in a file by this table (tickrail_endpoint_state).
+static_assert(detail::names_every_value(kStateNames));
 
 std::uint64_t realtime_ns() noexcept {
   timespec ts{};
@@ -230,7 +235,7 @@ class Registry {
     h->block_count = kMaxBlocks;
     h->row_count = kMaxRows;
     h->pid = ::getpid();
-    h->start_time = process_start_time(::getpid()).value_or(0);
+    h->start_time = detail::process_start_time(::getpid()).value_or(0);
     h->created_ns = realtime_ns();
     h->ns_per_cycle = measure_ns_per_cycle();
     std::strncpy(h->program, program_invocation_short_name, sizeof h->program - 1);
@@ -260,7 +265,7 @@ class Registry {
   void refresh_locked() noexcept {
     for (std::uint32_t i = 0; i < kMaxBlocks; ++i) {
       if (!used_[i] || !sources_[i]) continue;
-      std::vector<RowValues> rows;
+      std::vector<SubscriberStatus> rows;
       try {
         rows = sources_[i]();
       } catch (const std::exception& e) {
@@ -274,13 +279,13 @@ class Registry {
     }
   }
 
-  static void write_rows(Block& b, const std::vector<RowValues>& rows) noexcept {
+  static void write_rows(Block& b, const std::vector<SubscriberStatus>& rows) noexcept {
     const std::uint64_t seq = b.rows_seq.load(std::memory_order_relaxed);
     b.rows_seq.store(seq + 1, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
     const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(rows.size(), kMaxRows));
     for (std::uint32_t r = 0; r < n; ++r) {
-      const RowValues& v = rows[r];
+      const SubscriberStatus& v = rows[r];
       Row& out = b.rows[r];
       out.position.store(v.position, std::memory_order_relaxed);
       out.lag.store(v.lag, std::memory_order_relaxed);
@@ -314,10 +319,19 @@ class Registry {
 
 }  // namespace
 
-const char* counter_name(BlockKind kind, std::uint32_t index) noexcept {
-  if (kind == BlockKind::publisher && index < kPubNames.size()) return kPubNames[index];
-  if (kind == BlockKind::subscriber && index < kSubNames.size()) return kSubNames[index];
+const CounterInfo* counter_info(BlockKind kind, std::uint32_t index) noexcept {
+  if (kind == BlockKind::publisher && index < std::size(kPubCounterInfo)) {
+    return &kPubCounterInfo[index];
+  }
+  if (kind == BlockKind::subscriber && index < std::size(kSubCounterInfo)) {
+    return &kSubCounterInfo[index];
+  }
   return nullptr;
+}
+
+const char* counter_name(BlockKind kind, std::uint32_t index) noexcept {
+  const CounterInfo* c = counter_info(kind, index);
+  return c != nullptr ? c->name : nullptr;
 }
 
 std::uint32_t counter_count(BlockKind kind) noexcept {
@@ -329,31 +343,18 @@ std::uint32_t counter_count(BlockKind kind) noexcept {
   return 0;
 }
 
-const char* to_string(BlockKind k) noexcept {
-  switch (k) {
-    case BlockKind::free: return "free";
-    case BlockKind::publisher: return "publisher";
-    case BlockKind::subscriber: return "subscriber";
-  }
-  return "unknown";
-}
+const char* to_string(BlockKind k) noexcept { return detail::name_of(kKindNames, k); }
+const char* to_string(EndpointState s) noexcept { return detail::name_of(kStateNames, s); }
 
-const char* to_string(EndpointState s) noexcept {
-  switch (s) {
-    case EndpointState::open: return "open";
-    case EndpointState::connecting: return "connecting";
-    case EndpointState::active: return "active";
-    case EndpointState::evicted: return "evicted";
-    case EndpointState::publisher_gone: return "publisher gone";
-    case EndpointState::closed: return "closed";
-  }
-  return "unknown";
+void Registration::set_state(EndpointState s) const noexcept {
+  if (block_ != nullptr) block_->state.store(static_cast<std::uint32_t>(s), std::memory_order_relaxed);
 }
 
 void Registration::reset() noexcept {
   if (block_ == nullptr) return;
   Registry::instance().release(block_, epoch_);
   block_ = nullptr;
+  counters_ = nullptr;
 }
 
 Registration register_endpoint(BlockKind kind, TransportKind transport, std::string_view label,
@@ -362,7 +363,7 @@ Registration register_endpoint(BlockKind kind, TransportKind transport, std::str
   try {
     const auto c = Registry::instance().claim(kind, transport, label, std::move(rows));
     if (c.block == nullptr) return {};
-    return Registration(c.block, c.epoch);
+    return RegistrationAccess::make(c.block, c.epoch);
   } catch (const std::exception& e) {
     logger()->warn("stats: no live counters for '{}': {}", label, e.what());
     return {};
@@ -388,34 +389,5 @@ std::string stat_path(const std::string& dir, int pid) {
 }
 
 std::string current_stat_path() { return Registry::instance().path(); }
-
-std::optional<std::uint64_t> process_start_time(int pid, const std::string& root) {
-  if (pid <= 0) return std::nullopt;
-  std::string path = root.empty() ? std::string("/") : root;
-  if (path.back() != '/') path += '/';
-  path += "proc/" + std::to_string(pid) + "/stat";
-  std::ifstream in(path);
-  std::string text;
-  if (!in || !std::getline(in, text)) return std::nullopt;
-  // The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
-  const std::size_t close = text.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  std::size_t pos = close + 1;
-  for (int field = 3; field <= 22; ++field) {
-    while (pos < text.size() && text[pos] == ' ') ++pos;
-    const std::size_t end = std::min(text.find(' ', pos), text.size());
-    if (pos >= end) return std::nullopt;
-    if (field == 22) {
-      std::uint64_t v = 0;
-      for (std::size_t k = pos; k < end; ++k) {
-        if (text[k] < '0' || text[k] > '9') return std::nullopt;
-        v = v * 10 + static_cast<std::uint64_t>(text[k] - '0');
-      }
-      return v;
-    }
-    pos = end;
-  }
-  return std::nullopt;
-}
 
 }  // namespace tickrail::stats

@@ -12,22 +12,28 @@
 #include <charconv>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
 
+#include "core/enum_names.hpp"
+#include "core/process_identity.hpp"
+#include "core/stats.hpp"
 #include "core/stats_words.hpp"
 #include "report/format.hpp"
 #include "tickrail/error.hpp"
-#include "tickrail/stats.hpp"
 
 namespace tickrail::stats {
 
 namespace {
 
 constexpr std::string_view kPrefix = "tickrail-stat.";
+constexpr detail::EnumName<ProcessStatus> kStatusNames[] = {
+    {ProcessStatus::alive, "alive"},
+    {ProcessStatus::dead, "dead"},
+    {ProcessStatus::starting, "starting"},
+    {ProcessStatus::incompatible, "incompatible"}};
 constexpr int kSeqlockTries = 1000;
 
 // The pid in a file name "tickrail-stat.<pid>", or 0.
@@ -41,19 +47,11 @@ int pid_from_name(std::string_view name) {
   return ec == std::errc() && p == name.data() + name.size() && pid > 0 ? pid : 0;
 }
 
-const char* transport_name(std::uint64_t t) {
-  switch (t) {
-    case static_cast<std::uint64_t>(TransportKind::shm): return "shm";
-    case static_cast<std::uint64_t>(TransportKind::rc): return "rc";
-    case static_cast<std::uint64_t>(TransportKind::ud): return "ud";
-    default: return "unknown";
-  }
-}
-
-const char* policy_name(std::uint64_t p) {
-  return p <= static_cast<std::uint64_t>(SlowConsumerPolicy::disconnect)
-             ? to_string(static_cast<SlowConsumerPolicy>(p))
-             : "unknown";
+// The name of a value read from the file, "unknown" for one no value of E has.
+template <class E>
+const char* word_name(std::uint64_t w) {
+  const auto e = static_cast<E>(w);
+  return static_cast<std::uint64_t>(e) == w ? to_string(e) : "unknown";
 }
 
 // The file is read with pread into private memory, never mapped: whoever can write it (its
@@ -119,7 +117,7 @@ bool read_identity(const Block& b, BlockSnapshot& out) {
     return false;
   }
   out.kind = static_cast<BlockKind>(kind);
-  out.transport = transport_name(b.transport.load(std::memory_order_relaxed));
+  out.transport = word_name<TransportKind>(b.transport.load(std::memory_order_relaxed));
   out.registered_ns = b.registered_ns.load(std::memory_order_relaxed);
   out.label = load_name(b.label, kNameWords);
   return true;
@@ -137,7 +135,7 @@ void read_rows(const Block& b, BlockSnapshot& out) {
     o.back_pressure = in.back_pressure.load(std::memory_order_relaxed);
     o.slot = static_cast<std::uint32_t>(in.slot.load(std::memory_order_relaxed));
     o.pid = static_cast<int>(static_cast<std::int64_t>(in.pid.load(std::memory_order_relaxed)));
-    o.policy = policy_name(in.policy.load(std::memory_order_relaxed));
+    o.policy = word_name<SlowConsumerPolicy>(in.policy.load(std::memory_order_relaxed));
     o.state = load_name(in.state, std::size(in.state));
     o.peer = load_name(in.peer, std::size(in.peer));
   }
@@ -172,29 +170,11 @@ bool read_block(int fd, std::uint32_t i, Block& b, std::vector<BlockSnapshot>& o
   return true;
 }
 
-// The uids of process `pid` (real, effective, saved, filesystem), from <root>/proc/<pid>/status;
-// empty when unreadable.
-std::vector<uid_t> process_uids(int pid, const std::string& root) {
-  std::string path = root.empty() ? std::string("/") : root;
-  if (path.back() != '/') path += '/';
-  std::ifstream in(path + "proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("Uid:", 0) != 0) continue;
-    std::istringstream fields(line.substr(4));
-    std::vector<uid_t> uids;
-    unsigned long u = 0;
-    while (fields >> u) uids.push_back(static_cast<uid_t>(u));
-    return uids;
-  }
-  return {};
-}
-
 // Whether the file's owner may speak for process `pid`: root, or one of the process's uids.
 // Anyone may create a file named after any pid in a shared directory such as /dev/shm.
 std::optional<std::string> foreign_owner(uid_t owner, int pid, const std::string& proc_root) {
   if (owner == 0) return std::nullopt;
-  const std::vector<uid_t> uids = process_uids(pid, proc_root);
+  const std::vector<uid_t> uids = detail::process_uids(pid, proc_root);
   if (uids.empty() || std::find(uids.begin(), uids.end(), owner) != uids.end()) return std::nullopt;
   return "owned by uid " + std::to_string(owner) + " but process " + std::to_string(pid) +
          " runs as uid " + std::to_string(uids[0]) + ": not its counters, not read";
@@ -220,7 +200,7 @@ class Fd {
 };
 
 void set_liveness(ProcessSnapshot& p, std::uint64_t file_start_time, const std::string& proc_root) {
-  const std::optional<std::uint64_t> now_start = process_start_time(p.pid, proc_root);
+  const std::optional<std::uint64_t> now_start = detail::process_start_time(p.pid, proc_root);
   if (!now_start) {
     p.status = ProcessStatus::dead;
     p.note = "process " + std::to_string(p.pid) + " is gone";
@@ -261,7 +241,7 @@ ProcessSnapshot read_impl(const std::string& path, const std::string& proc_root,
   const auto size = static_cast<std::size_t>(st.st_size);
 
   const auto liveness_by_pid = [&](const char* note) {
-    const bool alive = p.pid > 0 && process_start_time(p.pid, proc_root).has_value();
+    const bool alive = p.pid > 0 && detail::process_start_time(p.pid, proc_root).has_value();
     p.status = alive ? ProcessStatus::incompatible : ProcessStatus::dead;
     p.note = alive ? note : "process " + std::to_string(p.pid) + " is gone";
   };
@@ -387,15 +367,7 @@ nlohmann::json block_json(const ProcessSnapshot& p, const BlockSnapshot& b) {
 
 }  // namespace
 
-const char* to_string(ProcessStatus s) noexcept {
-  switch (s) {
-    case ProcessStatus::alive: return "alive";
-    case ProcessStatus::dead: return "dead";
-    case ProcessStatus::starting: return "starting";
-    case ProcessStatus::incompatible: return "incompatible";
-  }
-  return "unknown";
-}
+const char* to_string(ProcessStatus s) noexcept { return detail::name_of(kStatusNames, s); }
 
 ProcessSnapshot read_stat_file(const std::string& path, const std::string& proc_root) {
   FileIdentity id;
@@ -542,51 +514,15 @@ std::string prom_double(double v) {
   return buf;
 }
 
-struct CounterHelp {
-  const char* type;
-  const char* help;
-};
-
-// What each counter means, and whether it only grows (counter) or goes up and down (gauge).
-CounterHelp counter_help(BlockKind kind, std::uint32_t i) {
-  if (kind == BlockKind::publisher) {
-    switch (static_cast<PubCounter>(i)) {
-      case PubCounter::published: return {"counter", "Ticks sequenced by the publisher."};
-      case PubCounter::back_pressured: return {"counter", "Publish calls that could not deliver every tick (a full subscriber ring held the publisher back)."};
-      case PubCounter::unheard: return {"counter", "Ticks sequenced while no subscriber was attached."};
-      case PubCounter::evictions: return {"counter", "Subscribers evicted by the disconnect slow-consumer policy."};
-      case PubCounter::reclaimed: return {"counter", "Slots of dead subscribers reclaimed."};
-      case PubCounter::completion_errors: return {"counter", "RDMA work completions with an error status."};
-      case PubCounter::count_: break;
-    }
-  } else {
-    switch (static_cast<SubCounter>(i)) {
-      case SubCounter::received: return {"counter", "Ticks delivered to the subscriber's handler."};
-      case SubCounter::lost: return {"counter", "Ticks lost for good (lapped by the publisher, unrecoverable gaps)."};
-      case SubCounter::laps: return {"counter", "Times the publisher lapped the subscriber."};
-      case SubCounter::position: return {"gauge", "Next sequence number the subscriber expects."};
-      case SubCounter::gaps: return {"counter", "Sequence gaps detected (ud)."};
-      case SubCounter::recovered: return {"counter", "Ticks recovered after a gap (ud)."};
-      case SubCounter::foreign: return {"counter", "Datagrams from another channel or session (ud)."};
-      case SubCounter::malformed: return {"counter", "Datagrams that did not decode (ud)."};
-      case SubCounter::completion_errors: return {"counter", "RDMA work completions with an error status."};
-      case SubCounter::max_poll_gap_cycles: return {"gauge", "Longest interval between two polls, in TSC cycles."};
-      case SubCounter::count_: break;
-    }
-  }
-  return {"gauge", "tickrail counter."};
-}
-
 void endpoint_metrics(Exposition& e, const ProcessSnapshot& p, const BlockSnapshot& b) {
   const std::string role = to_string(b.kind);
   const Labels base = {{"pid", std::to_string(p.pid)}, {"program", p.program},
                        {"role", role},                 {"transport", b.transport},
                        {"channel", b.label},           {"endpoint", std::to_string(b.index)}};
   for (std::uint32_t i = 0; i < counter_count(b.kind); ++i) {
-    const CounterHelp h = counter_help(b.kind, i);
-    std::string name = "tickrail_" + role + "_" + counter_name(b.kind, i);
-    if (std::string_view(h.type) == "counter") name += "_total";
-    e.add(name, h.type, h.help, base, b.counters[i]);
+    const CounterInfo& c = *counter_info(b.kind, i);
+    const std::string name = "tickrail_" + role + "_" + c.name + (c.grows ? "_total" : "");
+    e.add(name, c.grows ? "counter" : "gauge", c.help, base, b.counters[i]);
   }
   if (b.kind == BlockKind::subscriber && p.ns_per_cycle > 0) {
     e.add("tickrail_subscriber_max_poll_gap_seconds", "gauge",

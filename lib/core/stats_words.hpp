@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "tickrail/stats.hpp"
+#include "core/stats.hpp"
 
 namespace tickrail::stats {
 

@@ -1,30 +1,20 @@
 #include "tickrail/tick.hpp"
 
+#include "core/enum_names.hpp"
+
 namespace tickrail {
 
-const char* to_string(TickKind k) noexcept {
-  switch (k) {
-    case TickKind::None: return "none";
-    case TickKind::Add: return "add";
-    case TickKind::Modify: return "modify";
-    case TickKind::Cancel: return "cancel";
-    case TickKind::Delete: return "delete";
-    case TickKind::Execute: return "execute";
-    case TickKind::Trade: return "trade";
-    case TickKind::Quote: return "quote";
-    case TickKind::Status: return "status";
-    case TickKind::Heartbeat: return "heartbeat";
-  }
-  return "unknown";
-}
+namespace {
+constexpr detail::EnumName<TickKind> kKindNames[] = {
+    {TickKind::None, "none"},       {TickKind::Add, "add"},         {TickKind::Modify, "modify"},
+    {TickKind::Cancel, "cancel"},   {TickKind::Delete, "delete"},   {TickKind::Execute, "execute"},
+    {TickKind::Trade, "trade"},     {TickKind::Quote, "quote"},     {TickKind::Status, "status"},
+    {TickKind::Heartbeat, "heartbeat"}};
+constexpr detail::EnumName<Side> kSideNames[] = {
+    {Side::None, "none"}, {Side::Buy, "buy"}, {Side::Sell, "sell"}};
+}  // namespace
 
-const char* to_string(Side s) noexcept {
-  switch (s) {
-    case Side::None: return "none";
-    case Side::Buy: return "buy";
-    case Side::Sell: return "sell";
-  }
-  return "unknown";
-}
+const char* to_string(TickKind k) noexcept { return detail::name_of(kKindNames, k); }
+const char* to_string(Side s) noexcept { return detail::name_of(kSideNames, s); }
 
 }  // namespace tickrail

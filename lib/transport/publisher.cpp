@@ -1,5 +1,7 @@
 #include "tickrail/publisher.hpp"
 
+#include "core/enum_names.hpp"
+#include "core/stats.hpp"
 #include "transport/transport.hpp"
 
 namespace tickrail {
@@ -19,14 +21,7 @@ Publisher::Publisher(const PublisherConfig& config)
   const detail::PublisherTransport* t = impl_.get();
   stats_ = stats::register_endpoint(
       stats::BlockKind::publisher, config.transport,
-      stats_label(config.transport, config.channel, config.rdma), [t] {
-        std::vector<stats::RowValues> rows;
-        for (const SubscriberStatus& s : t->subscribers()) {
-          rows.push_back({s.slot, s.pid, s.peer, s.policy, s.state, s.position, s.lag,
-                          s.back_pressure});
-        }
-        return rows;
-      });
+      stats_label(config.transport, config.channel, config.rdma), [t] { return t->subscribers(); });
 }
 Publisher::~Publisher() = default;
 Publisher::Publisher(Publisher&&) noexcept = default;
@@ -42,16 +37,8 @@ Publisher& Publisher::operator=(Publisher&& o) noexcept {
 
 // A handful of relaxed stores into lines only this thread writes.
 inline void Publisher::store_stats() noexcept {
-  stats::Block* b = stats_.block();
-  if (b == nullptr) return;
-  const PublisherCounters& c = *counters_;
-  using stats::PubCounter;
-  stats::put(*b, PubCounter::published, c.published);
-  stats::put(*b, PubCounter::back_pressured, c.back_pressured);
-  stats::put(*b, PubCounter::unheard, c.unheard);
-  stats::put(*b, PubCounter::evictions, c.evictions);
-  stats::put(*b, PubCounter::reclaimed, c.reclaimed);
-  stats::put(*b, PubCounter::completion_errors, c.completion_errors);
+  if (stats_.block() == nullptr) return;
+  stats::store_counters(stats_, *counters_);
 }
 
 PublishResult Publisher::publish(const Tick& tick) noexcept {
@@ -78,14 +65,14 @@ void Publisher::close() noexcept {
   stats_.set_state(stats::EndpointState::closed);
 }
 
-const char* to_string(PublishStatus s) noexcept {
-  switch (s) {
-    case PublishStatus::ok: return "ok";
-    case PublishStatus::back_pressured: return "back-pressured";
-    case PublishStatus::no_subscribers: return "no subscribers";
-    case PublishStatus::closed: return "closed";
-  }
-  return "unknown";
-}
+namespace {
+constexpr detail::EnumName<PublishStatus> kStatusNames[] = {
+    {PublishStatus::ok, "ok"},
+    {PublishStatus::back_pressured, "back-pressured"},
+    {PublishStatus::no_subscribers, "no subscribers"},
+    {PublishStatus::closed, "closed"}};
+}  // namespace
+
+const char* to_string(PublishStatus s) noexcept { return detail::name_of(kStatusNames, s); }
 
 }  // namespace tickrail

@@ -2,11 +2,20 @@
 
 #include <thread>
 
+#include "core/enum_names.hpp"
+#include "core/stats.hpp"
 #include "transport/transport.hpp"
 
 namespace tickrail {
 
 namespace {
+constexpr detail::EnumName<SubscriberState> kStateNames[] = {
+    {SubscriberState::connecting, "connecting"},
+    {SubscriberState::active, "active"},
+    {SubscriberState::evicted, "evicted"},
+    {SubscriberState::publisher_gone, "publisher gone"},
+    {SubscriberState::closed, "closed"}};
+
 stats::EndpointState to_endpoint_state(SubscriberState s) noexcept {
   switch (s) {
     case SubscriberState::connecting: return stats::EndpointState::connecting;
@@ -45,19 +54,10 @@ void Subscriber::return_credit() noexcept {
 }
 
 void Subscriber::store_indirect_stats() noexcept {
-  stats::Block* b = probe_.registration().block();
-  if (b == nullptr) return;
-  const SubscriberCounters c = impl_->counters();
-  using stats::SubCounter;
-  stats::put(*b, SubCounter::received, c.received);
-  stats::put(*b, SubCounter::lost, c.lost);
-  stats::put(*b, SubCounter::laps, c.laps);
-  stats::put(*b, SubCounter::position, impl_->next_sequence());
-  stats::put(*b, SubCounter::gaps, c.gaps);
-  stats::put(*b, SubCounter::recovered, c.recovered);
-  stats::put(*b, SubCounter::foreign, c.foreign);
-  stats::put(*b, SubCounter::malformed, c.malformed);
-  stats::put(*b, SubCounter::completion_errors, c.completion_errors);
+  const stats::Registration& r = probe_.registration();
+  if (r.block() == nullptr) return;
+  stats::store_counters(r, impl_->counters());
+  r.put(stats::SubCounter::position, impl_->next_sequence());
 }
 Subscriber::~Subscriber() = default;
 Subscriber::Subscriber(Subscriber&&) noexcept = default;
@@ -106,15 +106,6 @@ void Subscriber::close() noexcept {
   probe_.registration().set_state(stats::EndpointState::closed);
 }
 
-const char* to_string(SubscriberState s) noexcept {
-  switch (s) {
-    case SubscriberState::connecting: return "connecting";
-    case SubscriberState::active: return "active";
-    case SubscriberState::evicted: return "evicted";
-    case SubscriberState::publisher_gone: return "publisher gone";
-    case SubscriberState::closed: return "closed";
-  }
-  return "unknown";
-}
+const char* to_string(SubscriberState s) noexcept { return detail::name_of(kStateNames, s); }
 
 }  // namespace tickrail

@@ -21,7 +21,7 @@
 #include "../docs_check.hpp"
 #include "ops_test_util.hpp"
 #include "tickrail/publisher.hpp"
-#include "tickrail/stats.hpp"
+#include "core/stats.hpp"
 #include "tickrail/subscriber.hpp"
 
 using namespace tickrail;

@@ -2,6 +2,8 @@
 // the file's lifetime, dead and foreign files, fork safety.
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -14,12 +16,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
+#include "core/process_identity.hpp"
+#include "core/stats.hpp"
 #include "ops_test_util.hpp"
 #include "tickrail/publisher.hpp"
-#include "tickrail/stats.hpp"
 #include "tickrail/subscriber.hpp"
 
 using namespace tickrail;
@@ -372,7 +376,7 @@ TEST_CASE("aDeadProcessFileIsReportedDeadAndRemoved") {
 TEST_CASE("aReusedPidIsToldApartByItsStartTime") {
   Dirs d;
   // This process exists; a file claiming its pid with another start time is a dead process's.
-  const auto real = stats::process_start_time(::getpid());
+  const auto real = detail::process_start_time(::getpid());
   REQUIRE(real.has_value());
   const std::string path = stats::stat_path(d.stat.path(), ::getpid());
   write_fake_file(path, stats::kMagic, stats::kVersion, ::getpid(), *real + 12345);
@@ -395,7 +399,7 @@ TEST_CASE("aReusedPidIsToldApartByItsStartTime") {
 
 TEST_CASE("foreignAndIncompatibleFilesAreReportedAndNeverRemovedWhileTheirPidLives") {
   Dirs d;
-  const auto real = stats::process_start_time(1);
+  const auto real = detail::process_start_time(1);
   REQUIRE(real.has_value());
   const std::string path = stats::stat_path(d.stat.path(), 1);
 
@@ -475,18 +479,76 @@ TEST_CASE("aForkedChildGetsItsOwnFileAndLeavesTheParentsAlone") {
   CHECK(ps[0].blocks[1].label == "extra");
 }
 
-TEST_CASE("processStartTimeIsField22EvenWithParenthesesInTheName") {
-  TempDir root("proc");
-  root.write("proc/42/stat",
-             "42 (a) b) (c) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10\n");
-  CHECK(stats::process_start_time(42, root.path()) == std::optional<std::uint64_t>(987654));
-  root.write("proc/43/stat", "43 (short) S 1 2 3\n");
-  CHECK_FALSE(stats::process_start_time(43, root.path()).has_value());
-  root.write("proc/44/stat", "garbage");
-  CHECK_FALSE(stats::process_start_time(44, root.path()).has_value());
-  CHECK_FALSE(stats::process_start_time(45, root.path()).has_value());
-  CHECK_FALSE(stats::process_start_time(0).has_value());
-  CHECK(stats::process_start_time(::getpid()).has_value());
+TEST_CASE("everyCounterOfALappedSubscriberReachesTheLiveCounters") {
+  Dirs d;
+  const std::string ch = "statlap" + std::to_string(::getpid());
+  PublisherConfig pc = pub_config(d, ch);
+  pc.ring_capacity = 16;
+  Publisher pub(pc);
+  SubscriberConfig sc = sub_config(d, ch);
+  sc.policy = SlowConsumerPolicy::drop;
+  Subscriber sub(sc);
+  REQUIRE(eventually([&] {
+    pub.service();
+    return pub.subscriber_count() == 1;
+  }));
+  REQUIRE(sub.wait_active(5s));
+  // Lapped several times over without a poll, then read one tick at a time: each poll resumes
+  // after a run of lost ticks (a skip) while the publisher keeps lapping it.
+  for (int round = 0; round < 8; ++round) {
+    for (int i = 0; i < 40; ++i) REQUIRE(pub.publish(Tick{}).status != PublishStatus::closed);
+    (void)sub.poll([](const Tick&) {}, 1);
+  }
+  while (sub.poll([](const Tick&) {}) != 0) {
+  }
+  const SubscriberCounters c = sub.counters();
+  REQUIRE(c.lost > 0);
+  REQUIRE(c.laps > 0);
+  REQUIRE(c.skips > 1);
+
+  const auto ps = scan_dir(d);
+  const auto* me = find_pid(ps, ::getpid());
+  REQUIRE(me != nullptr);
+  const auto* s = find_kind(*me, stats::BlockKind::subscriber);
+  REQUIRE(s != nullptr);
+  CHECK(s->get(stats::SubCounter::received) == c.received);
+  CHECK(s->get(stats::SubCounter::lost) == c.lost);
+  CHECK(s->get(stats::SubCounter::laps) == c.laps);
+  CHECK(s->get(stats::SubCounter::skips) == c.skips);
+  CHECK(s->get(stats::SubCounter::position) == sub.next_sequence());
+  // And by name, as tickrail-stat shows it.
+  const auto j = nlohmann::json::parse(stats::format_json(ps));
+  bool found = false;
+  for (const auto& e : j.at(0).at("endpoints")) {
+    if (e.at("kind") != "subscriber") continue;
+    found = true;
+    CHECK(e.at("counters").at("skips") == c.skips);
+  }
+  CHECK(found);
+}
+
+TEST_CASE("theCounterTablesNameEveryLiveCounterOnce") {
+  using stats::BlockKind;
+  for (const BlockKind k : {BlockKind::publisher, BlockKind::subscriber}) {
+    std::set<std::string> names;
+    for (std::uint32_t i = 0; i < stats::counter_count(k); ++i) {
+      const stats::CounterInfo* c = stats::counter_info(k, i);
+      REQUIRE(c != nullptr);
+      CHECK(std::string(c->name) == stats::counter_name(k, i));
+      CHECK(std::string(c->help).size() > 10);
+      names.insert(c->name);
+    }
+    CHECK(names.size() == stats::counter_count(k));
+    CHECK(stats::counter_info(k, stats::counter_count(k)) == nullptr);
+  }
+  // The meaning of an index never changes within a layout version: rows are only appended.
+  STATIC_REQUIRE(static_cast<int>(stats::SubCounter::position) == 3);
+  STATIC_REQUIRE(static_cast<int>(stats::SubCounter::max_poll_gap_cycles) == 9);
+  STATIC_REQUIRE(static_cast<int>(stats::SubCounter::skips) == 10);
+  STATIC_REQUIRE(static_cast<int>(stats::PubCounter::completion_errors) == 5);
+  CHECK(stats::counter_info(BlockKind::subscriber,
+                            static_cast<std::uint32_t>(stats::SubCounter::position))->grows == false);
+  CHECK(stats::counter_info(BlockKind::publisher, 0)->grows);
 }
 
 TEST_CASE("theLongestIntervalBetweenPollsIsRecorded") {
@@ -556,7 +618,7 @@ namespace {
 
 // A counters file claiming this process, with block 0 in use by a publisher on channel `label`.
 void write_fake_file_with_block(const std::string& path, const std::string& label) {
-  const auto real = stats::process_start_time(::getpid());
+  const auto real = detail::process_start_time(::getpid());
   REQUIRE(real.has_value());
   write_fake_file(path, stats::kMagic, stats::kVersion, ::getpid(), *real);
   const auto b = std::make_unique<stats::Block>();
@@ -590,7 +652,7 @@ TEST_CASE("aCountersFileTruncatedWhileItIsReadIsReportedIncompleteNotAFault") {
   const std::string stat_file = proc / ("proc/" + std::to_string(::getpid()) + "/stat");
   proc.mkdir("proc/" + std::to_string(::getpid()));
   REQUIRE(::mkfifo(stat_file.c_str(), 0600) == 0);
-  const auto real = stats::process_start_time(::getpid());
+  const auto real = detail::process_start_time(::getpid());
   std::thread cutter([&] {
     const int fifo = ::open(stat_file.c_str(), O_WRONLY);  // waits for the reader
     if (fifo < 0) return;

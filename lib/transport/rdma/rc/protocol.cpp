@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/enum_names.hpp"
+
 namespace tickrail::rdma::rc {
 namespace {
 
@@ -39,29 +41,25 @@ std::optional<T> decode(std::span<const std::byte> data) noexcept {
 
 }  // namespace
 
-const char* to_string(WriteMode m) noexcept {
-  switch (m) {
-    case WriteMode::memory: return "memory polling";
-    case WriteMode::memory_split: return "memory polling, commit word in a second WRITE";
-    case WriteMode::cq: return "CQ polling (WRITE WITH IMMEDIATE)";
-  }
-  return "unknown";
-}
+namespace {
+constexpr tickrail::detail::EnumName<WriteMode> kWriteModeNames[] = {
+    {WriteMode::memory, "memory polling"},
+    {WriteMode::memory_split, "memory polling, commit word in a second WRITE"},
+    {WriteMode::cq, "CQ polling (WRITE WITH IMMEDIATE)"}};
+constexpr tickrail::detail::EnumName<RejectReason> kRejectNames[] = {
+    {RejectReason::malformed, "malformed request"},
+    {RejectReason::version_mismatch, "protocol version mismatch"},
+    {RejectReason::wrong_channel, "wrong channel"}, {RejectReason::bad_token, "wrong access token"},
+    {RejectReason::not_allowed, "address not allowed"},
+    {RejectReason::bad_geometry, "ring geometry refused"},
+    {RejectReason::no_capacity, "no room for another subscriber"},
+    {RejectReason::resources, "publisher out of resources"},
+    {RejectReason::closing, "publisher closing"}, {RejectReason::not_serving, "publisher not serving"}};
+}  // namespace
 
+const char* to_string(WriteMode m) noexcept { return tickrail::detail::name_of(kWriteModeNames, m); }
 const char* to_string(RejectReason r) noexcept {
-  switch (r) {
-    case RejectReason::malformed: return "malformed request";
-    case RejectReason::version_mismatch: return "protocol version mismatch";
-    case RejectReason::wrong_channel: return "wrong channel";
-    case RejectReason::bad_token: return "wrong access token";
-    case RejectReason::not_allowed: return "address not allowed";
-    case RejectReason::bad_geometry: return "ring geometry refused";
-    case RejectReason::no_capacity: return "no room for another subscriber";
-    case RejectReason::resources: return "publisher out of resources";
-    case RejectReason::closing: return "publisher closing";
-    case RejectReason::not_serving: return "publisher not serving";
-  }
-  return "unknown reason";
+  return tickrail::detail::name_of(kRejectNames, r, "unknown reason");
 }
 
 Errc reject_errc(RejectReason r) noexcept {

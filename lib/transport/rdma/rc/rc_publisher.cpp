@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "tickrail/clock.hpp"
+#include "core/enum_names.hpp"
 #include "tickrail/error.hpp"
 #include "tickrail/log.hpp"
 #include "transport/rdma/common/connection.hpp"
@@ -38,31 +39,22 @@ std::uint32_t clamp_u32(std::uint64_t v, std::uint64_t lo, std::uint64_t hi) {
 
 }  // namespace
 
-const char* to_string(LinkState s) noexcept {
-  switch (s) {
-    case LinkState::free: return "free";
-    case LinkState::claimed: return "connecting";
-    case LinkState::joining: return "joining";
-    case LinkState::reserved: return "accepting";
-    case LinkState::established: return "established";
-    case LinkState::active: return "active";
-    case LinkState::leaving: return "leaving";
-    case LinkState::retired: return "closing";
-  }
-  return "unknown";
-}
+namespace {
+// A link's state is shown by its name (subscriber rows of tickrail-stat).
+constexpr tickrail::detail::EnumName<LinkState> kLinkStateNames[] = {{LinkState::free, "free"},
+    {LinkState::claimed, "claimed"}, {LinkState::joining, "joining"},
+    {LinkState::reserved, "reserved"}, {LinkState::established, "established"},
+    {LinkState::active, "active"}, {LinkState::leaving, "leaving"}, {LinkState::retired, "retired"}};
+constexpr tickrail::detail::EnumName<LinkEnd> kLinkEndNames[] = {{LinkEnd::none, "none"},
+    {LinkEnd::disconnected, "disconnected"}, {LinkEnd::failed, "failed (work completion error)"},
+    {LinkEnd::evicted, "evicted (slow consumer)"}, {LinkEnd::timed_out, "timed out while connecting"},
+    {LinkEnd::closed, "publisher closed"}};
+}  // namespace
 
-const char* to_string(LinkEnd e) noexcept {
-  switch (e) {
-    case LinkEnd::none: return "none";
-    case LinkEnd::disconnected: return "disconnected";
-    case LinkEnd::failed: return "failed (work completion error)";
-    case LinkEnd::evicted: return "evicted (slow consumer)";
-    case LinkEnd::timed_out: return "timed out while connecting";
-    case LinkEnd::closed: return "publisher closed";
-  }
-  return "unknown";
+const char* to_string(LinkState s) noexcept {
+  return tickrail::detail::name_of(kLinkStateNames, s);
 }
+const char* to_string(LinkEnd e) noexcept { return tickrail::detail::name_of(kLinkEndNames, e); }
 
 void Link::teardown() noexcept {
   // rc_pingpong's order: QP, CQ, MRs, PD; then the id.

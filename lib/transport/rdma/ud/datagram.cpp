@@ -1,6 +1,7 @@
 #include "transport/rdma/ud/datagram.hpp"
 
 #include "tickrail/error.hpp"
+#include "core/enum_names.hpp"
 
 namespace tickrail::rdma::ud {
 
@@ -52,22 +53,14 @@ Verdict validate(const std::byte* p, std::size_t len) noexcept {
   return Verdict::ok;
 }
 
-const char* to_string(Verdict v) noexcept {
-  switch (v) {
-    case Verdict::ok: return "ok";
-    case Verdict::foreign: return "foreign";
-    case Verdict::malformed: return "malformed";
-  }
-  return "unknown";
-}
+namespace {
+constexpr tickrail::detail::EnumName<Verdict> kVerdictNames[] = {
+    {Verdict::ok, "ok"}, {Verdict::foreign, "foreign"}, {Verdict::malformed, "malformed"}};
+constexpr tickrail::detail::EnumName<DatagramKind> kKindNames[] = {
+    {DatagramKind::data, "data"}, {DatagramKind::heartbeat, "heartbeat"}, {DatagramKind::end, "end"}};
+}  // namespace
 
-const char* to_string(DatagramKind k) noexcept {
-  switch (k) {
-    case DatagramKind::data: return "data";
-    case DatagramKind::heartbeat: return "heartbeat";
-    case DatagramKind::end: return "end";
-  }
-  return "unknown";
-}
+const char* to_string(Verdict v) noexcept { return tickrail::detail::name_of(kVerdictNames, v); }
+const char* to_string(DatagramKind k) noexcept { return tickrail::detail::name_of(kKindNames, k); }
 
 }  // namespace tickrail::rdma::ud

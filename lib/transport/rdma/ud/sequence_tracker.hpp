@@ -11,7 +11,7 @@
 //     are marked lost and counted when delivery reaches them;
 //   - a tick beyond the window is not stored ("overrun"): it stays a hole, left to recovery;
 //   - give_up(upto) declares every hole below `upto` lost (no recovery possible).
-// A lost run is counted once in loss_events (the "laps" of SubscriberCounters).
+// A lost run is counted once in loss_events (the "skips" of SubscriberCounters).
 //
 // Single thread; no allocation (the window belongs to the caller), no system call.
 #pragma once

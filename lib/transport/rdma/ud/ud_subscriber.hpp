@@ -38,7 +38,7 @@ struct UdSubscriberCounters {
   std::uint64_t gaps = 0;          // holes seen opening
   std::uint64_t recovered = 0;     // ticks recovered by RDMA READ
   std::uint64_t lost = 0;          // ticks lost for good
-  std::uint64_t loss_events = 0;
+  std::uint64_t loss_events = 0;  // runs of ticks lost for good (the skips of SubscriberCounters)
   std::uint64_t duplicates = 0;
   std::uint64_t reordered = 0;     // ticks that arrived late by multicast and filled a hole
   std::uint64_t overrun = 0;       // ticks beyond the reorder window, left to recovery

@@ -233,20 +233,18 @@ bool UdSubscriber::ready() noexcept {
   return true;
 }
 
+// UD's own counters in the Subscriber's terms: no ring to lap, each run lost for good a skip.
 SubscriberCounters UdSubscriber::counters() const noexcept {
+  const UdSubscriberCounters u = ud_counters();
   SubscriberCounters c;
-  for (const auto& g : groups_) {
-    const TrackerCounters& t = g->tracker.counters();
-    c.received += t.delivered;
-    c.lost += t.lost;
-    c.laps += t.loss_events;
-    c.skips += t.loss_events;
-    c.gaps += t.gaps;
-    c.recovered += t.recovered;
-    c.foreign += g->foreign;
-    c.malformed += g->malformed;
-    c.completion_errors += g->recv_errors + g->read_errors;
-  }
+  c.received = u.delivered;
+  c.lost = u.lost;
+  c.skips = u.loss_events;
+  c.gaps = u.gaps;
+  c.recovered = u.recovered;
+  c.foreign = u.foreign;
+  c.malformed = u.malformed;
+  c.completion_errors = u.recv_errors + u.read_errors;
   return c;
 }
 

@@ -8,7 +8,7 @@
 //
 // A block has three parts, each on its own pair of cache lines because each has one writer:
 //   identity   kind, transport, channel: written at registration (control plane)
-//   counters   fixed meanings per kind (PubCounter, SubCounter): written by the publishing or
+//   counters   the tables of tickrail/counters.hpp (PubCounter, SubCounter): written by the publishing or
 //              polling thread with relaxed stores (plain moves on x86), never locked, never RMW
 //   rows       a publisher's per-subscriber table (position, lag, back-pressure): rewritten by
 //              the process's stats thread every kRefreshPeriod from Publisher::subscribers()
@@ -26,6 +26,7 @@
 // pid (gone, or reused by a process with another start time) and remove it.
 // Counters are off for an endpoint whose config says `stats = false`, and for the whole
 // process with TICKRAIL_STATS=0.
+// Internal to the library and its tools: what apps see is tickrail/counters.hpp.
 #pragma once
 
 #include <array>
@@ -33,21 +34,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "tickrail/config.hpp"
-#include "tickrail/ring.hpp"
-#include "tickrail/tick.hpp"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#else
-#include <time.h>
-#endif
+#include "tickrail/counters.hpp"
 
 namespace tickrail::stats {
 
@@ -57,7 +50,6 @@ inline constexpr std::uint64_t kMagic = 0x3154415453525454ULL;  // "TTRSTAT1" in
 inline constexpr std::uint32_t kVersion = 1;
 inline constexpr std::uint32_t kMaxBlocks = 64;
 inline constexpr std::uint32_t kMaxRows = kMaxSubscribers;
-inline constexpr std::uint32_t kCounters = 16;
 inline constexpr std::size_t kLinePair = 2 * kCacheLine;  // the adjacent-line prefetcher pairs lines
 inline constexpr std::size_t kNameWords = 8;             // names: 64 bytes, NUL-padded
 
@@ -73,41 +65,28 @@ enum class EndpointState : std::uint32_t {
   closed,
 };
 
-// Counter indices. The meaning of an index never changes within a version; transports that
-// lack a counter leave it 0.
-enum class PubCounter : std::uint32_t {
-  published = 0,      // ticks sequenced
-  back_pressured,     // publish calls that could not deliver everything
-  unheard,            // ticks sequenced while nobody subscribed
-  evictions,          // subscribers evicted (disconnect policy)
-  reclaimed,          // dead subscribers reclaimed
-  completion_errors,  // RDMA work completions with an error status
-  count_,
+// The counters themselves (indices, names, meanings) are the tables of tickrail/counters.hpp;
+// an index's meaning never changes within a version.
+struct CounterInfo {
+  const char* name;  // tickrail-stat's table and JSON key; Prometheus tickrail_<role>_<name>
+  bool grows;        // a counter (Prometheus *_total), else a gauge
+  const char* help;
 };
-enum class SubCounter : std::uint32_t {
-  received = 0,         // ticks delivered to the handler
-  lost,                 // ticks lost for good (lapped, unrecoverable gaps)
-  laps,                 // times the publisher lapped us
-  position,             // next sequence expected
-  gaps,                 // sequence gaps detected (UD)
-  recovered,            // ticks recovered after a gap (UD)
-  foreign,              // datagrams from another channel or session (UD)
-  malformed,            // datagrams that did not decode (UD)
-  completion_errors,    // RDMA work completions with an error status
-  max_poll_gap_cycles,  // longest time between the starts of two poll() calls, TSC cycles
-                        // (to within PollProbe::kStampEvery empty polls)
-  count_,
-};
-static_assert(static_cast<std::uint32_t>(PubCounter::count_) <= kCounters);
-static_assert(static_cast<std::uint32_t>(SubCounter::count_) <= kCounters);
+#define TICKRAIL_DETAIL_INFO(name, where, kind, help) CounterInfo{#name, #kind[0] == 'c', help},
+inline constexpr CounterInfo kPubCounterInfo[] = {TICKRAIL_PUBLISHER_COUNTERS(TICKRAIL_DETAIL_INFO)};
+inline constexpr CounterInfo kSubCounterInfo[] = {TICKRAIL_SUBSCRIBER_COUNTERS(TICKRAIL_DETAIL_INFO)};
+#undef TICKRAIL_DETAIL_INFO
+static_assert(std::size(kPubCounterInfo) == static_cast<std::size_t>(PubCounter::count_));
+static_assert(std::size(kSubCounterInfo) == static_cast<std::size_t>(SubCounter::count_));
 
 // Names used by tickrail-stat's table and JSON ("published", "max_poll_gap_cycles", ...).
 [[nodiscard]] const char* counter_name(BlockKind kind, std::uint32_t index) noexcept;
 [[nodiscard]] std::uint32_t counter_count(BlockKind kind) noexcept;
+// The row of counter `index` of `kind`; nullptr past the table.
+[[nodiscard]] const CounterInfo* counter_info(BlockKind kind, std::uint32_t index) noexcept;
 [[nodiscard]] const char* to_string(BlockKind k) noexcept;
 [[nodiscard]] const char* to_string(EndpointState s) noexcept;
 
-using Word = std::atomic<std::uint64_t>;
 static_assert(Word::is_always_lock_free && sizeof(Word) == 8);
 
 // Immutable once `magic` is set.
@@ -168,76 +147,32 @@ inline constexpr std::size_t kFileSize = sizeof(FileHeader) + kMaxBlocks * sizeo
 
 // ---- writer side (the library's Publisher and Subscriber use this) -------------------------
 
-// Cycle counter for the poll-gap measurement: RDTSC without fences (the order of the read
-// relative to the poll does not matter for an interval of this size).
-[[nodiscard]] inline std::uint64_t cycles() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  return __rdtsc();
-#else
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL +
-         static_cast<std::uint64_t>(ts.tv_nsec);
-#endif
+// Copies a transport's own counters into the endpoint's live counters: the table's `api` rows.
+#define TICKRAIL_DETAIL_PUT_api(name, Index) r.put(Index::name, c.name);
+#define TICKRAIL_DETAIL_PUT_live(name, Index)
+#define TICKRAIL_DETAIL_PUT_PUB(name, where, kind, help) TICKRAIL_DETAIL_PUT_##where(name, PubCounter)
+#define TICKRAIL_DETAIL_PUT_SUB(name, where, kind, help) TICKRAIL_DETAIL_PUT_##where(name, SubCounter)
+inline void store_counters(const Registration& r, const PublisherCounters& c) noexcept {
+  TICKRAIL_PUBLISHER_COUNTERS(TICKRAIL_DETAIL_PUT_PUB)
 }
+inline void store_counters(const Registration& r, const SubscriberCounters& c) noexcept {
+  TICKRAIL_SUBSCRIBER_COUNTERS(TICKRAIL_DETAIL_PUT_SUB)
+}
+#undef TICKRAIL_DETAIL_PUT_SUB
+#undef TICKRAIL_DETAIL_PUT_PUB
+#undef TICKRAIL_DETAIL_PUT_live
+#undef TICKRAIL_DETAIL_PUT_api
 
-inline void put(Block& b, PubCounter c, std::uint64_t v) noexcept {
-  b.counters[static_cast<std::uint32_t>(c)].store(v, std::memory_order_relaxed);
-}
-inline void put(Block& b, SubCounter c, std::uint64_t v) noexcept {
-  b.counters[static_cast<std::uint32_t>(c)].store(v, std::memory_order_relaxed);
-}
-
-// A publisher's per-subscriber row, as its transport reports it (control plane).
-struct RowValues {
-  std::uint32_t slot = 0;
-  int pid = 0;
-  std::string peer;
-  SlowConsumerPolicy policy{};
-  std::string state;
-  std::uint64_t position = 0;
-  std::uint64_t lag = 0;
-  std::uint64_t back_pressure = 0;
-};
+// A publisher's per-subscriber rows, as its transport reports them (Publisher::subscribers()).
 // Called on the stats thread; must be safe to call concurrently with the data path.
-using RowSource = std::function<std::vector<RowValues>()>;
+using RowSource = std::function<std::vector<SubscriberStatus>()>;
 
-// Ownership of one block. Move-only; destroying it releases the block (and the file with the
-// last block). Once reset() returns, the stats thread no longer calls the block's RowSource.
-class Registration {
- public:
-  Registration() noexcept = default;
-  ~Registration() { reset(); }
-  Registration(Registration&& o) noexcept : block_(o.block_), epoch_(o.epoch_) {
-    o.block_ = nullptr;
+// The registry's side of a Registration.
+struct RegistrationAccess {
+  static Registration make(Block* b, std::uint64_t epoch) noexcept {
+    return Registration(b, b->counters, epoch);
   }
-  Registration& operator=(Registration&& o) noexcept {
-    if (this != &o) {
-      reset();
-      block_ = o.block_;
-      epoch_ = o.epoch_;
-      o.block_ = nullptr;
-    }
-    return *this;
-  }
-  Registration(const Registration&) = delete;
-  Registration& operator=(const Registration&) = delete;
-
-  [[nodiscard]] Block* block() const noexcept { return block_; }
-  explicit operator bool() const noexcept { return block_ != nullptr; }
-  // Any thread; the pointee changes, not the registration.
-  void set_state(EndpointState s) const noexcept {
-    if (block_ != nullptr) {
-      block_->state.store(static_cast<std::uint32_t>(s), std::memory_order_relaxed);
-    }
-  }
-  void reset() noexcept;
-
- private:
-  friend Registration register_endpoint(BlockKind, TransportKind, std::string_view, RowSource);
-  Registration(Block* b, std::uint64_t epoch) noexcept : block_(b), epoch_(epoch) {}
-  Block* block_ = nullptr;
-  std::uint64_t epoch_ = 0;  // the registry's epoch: a forked child does not release our blocks
+  static std::uint64_t epoch(const Registration& r) noexcept { return r.epoch_; }
 };
 
 // Claims a block in this process's file, creating the file first if needed. Returns an empty
@@ -258,69 +193,7 @@ class Registration {
 // How often the stats thread refreshes publisher rows.
 inline constexpr std::uint32_t kRefreshPeriodMs = 100;
 
-// The polling side of a Subscriber: its block, and the longest interval between two polls.
-// One thread.
-//
-// The interval is read with RDTSC, which costs ~25 cycles (about 12 ns on the EPYC VMs this was
-// measured on) against well under a nanosecond for an empty poll of a ring: read on every poll,
-// it would lengthen a spinning loop's period several times over and delay the detection of the
-// next tick. So a spinning loop reads it on every kStampEvery-th poll, and on the poll right
-// after one that delivered ticks (whose handler may have run long). A gap is thus measured
-// from a stamp at most kStampEvery - 1 empty polls earlier: the maximum may overstate the true
-// one by that many empty polls (tens of ns), never understate it.
-class PollProbe {
- public:
-  static constexpr std::uint32_t kStampEvery = 16;
-
-  PollProbe() noexcept = default;
-  explicit PollProbe(Registration r) noexcept : reg_(std::move(r)) {}
-
-  [[nodiscard]] bool on() const noexcept { return reg_.block() != nullptr; }
-  [[nodiscard]] Registration& registration() noexcept { return reg_; }
-  [[nodiscard]] const Registration& registration() const noexcept { return reg_; }
-
-  // At the start of every poll: a decrement and a branch; RDTSC and a compare when it is time
-  // to stamp; a store only when the maximum grows.
-  void note_poll() noexcept {
-    if (--countdown_ != 0) [[likely]] return;
-    countdown_ = kStampEvery;
-    const std::uint64_t now = cycles();
-    const std::uint64_t prev = last_;
-    last_ = now;
-    if (now - prev > max_gap_) [[unlikely]] grow(now - prev, prev);
-  }
-  // After a poll that delivered ticks: stamp at the start of the next one.
-  void note_delivered() noexcept { countdown_ = 1; }
-  // After a ring poll that delivered ticks: what the reader counted.
-  void note_ring(const RingReader& r) noexcept {
-    Block& b = *reg_.block();
-    put(b, SubCounter::received, r.received());
-    put(b, SubCounter::lost, r.lost());
-    put(b, SubCounter::laps, r.laps());
-    put(b, SubCounter::position, r.next_seq());
-    countdown_ = 1;
-  }
-  [[nodiscard]] std::uint64_t max_gap_cycles() const noexcept { return max_gap_; }
-
- private:
-  void grow(std::uint64_t gap, std::uint64_t prev) noexcept {
-    if (prev == 0) return;  // first stamp: no interval yet
-    max_gap_ = gap;
-    put(*reg_.block(), SubCounter::max_poll_gap_cycles, gap);
-  }
-
-  Registration reg_;
-  std::uint64_t last_ = 0;
-  std::uint64_t max_gap_ = 0;
-  std::uint32_t countdown_ = 1;  // the first poll stamps
-};
-
 // ---- reader side (tickrail-stat, tests) ---------------------------------------------------
-
-// /proc/<pid>/stat field 22 (start time in clock ticks since boot) under `proc_root` ("/" on a
-// real host); nullopt when the process does not exist or the file does not parse.
-[[nodiscard]] std::optional<std::uint64_t> process_start_time(int pid,
-                                                              const std::string& root = "/");
 
 struct RowSnapshot {
   std::uint32_t slot = 0;
