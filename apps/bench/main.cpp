@@ -281,10 +281,7 @@ int main(int argc, char** argv) {
     sc.channel = pc.channel;
     sc.stats = pc.stats;
     Subscriber sub(sc);
-    for (int i = 0; i < 1000 && pub.subscriber_count() == 0; ++i) {
-      pub.service();
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    (void)pub.wait_subscribers(1, std::chrono::seconds(1));
     if (!sub.wait_active(std::chrono::seconds(5))) {
       std::cerr << "tickrail-bench: the subscriber never became active\n";
       return 1;
@@ -302,10 +299,7 @@ int main(int argc, char** argv) {
       sc2.channel = pc2.channel;
       sc2.stats = false;
       sub_off.emplace(sc2);
-      for (int i = 0; i < 1000 && pub_off->subscriber_count() == 0; ++i) {
-        pub_off->service();
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
+      (void)pub_off->wait_subscribers(1, std::chrono::seconds(1));
       if (!sub_off->wait_active(std::chrono::seconds(5))) {
         std::cerr << "tickrail-bench: the counters-off subscriber never became active\n";
         return 1;
@@ -321,10 +315,7 @@ int main(int argc, char** argv) {
     SubscriberConfig sc3 = sc;
     sc3.channel = pc3.channel;
     Subscriber sub_ns(sc3);
-    for (int i = 0; i < 1000 && pub_ns.subscriber_count() == 0; ++i) {
-      pub_ns.service();
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    (void)pub_ns.wait_subscribers(1, std::chrono::seconds(1));
     if (!sub_ns.wait_active(std::chrono::seconds(5))) {
       std::cerr << "tickrail-bench: the unstamped channel's subscriber never became active\n";
       return 1;

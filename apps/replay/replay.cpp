@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "tickrail/clock.hpp"
+#include "cli.hpp"
 #include "text.hpp"
 #include "tickrail/error.hpp"
 #include "tickrail/feed/csv_reader.hpp"
@@ -20,12 +21,6 @@
 #include "tickrail/report.hpp"
 
 namespace tickrail::replay {
-
-namespace {
-[[noreturn]] void bad(std::string_view key, const std::string& why) {
-  throw Error(Errc::config_error, std::string(key) + ": " + why);
-}
-}  // namespace
 
 const char* to_string(Pacing p) noexcept {
   switch (p) {
@@ -40,7 +35,7 @@ Pacing parse_pacing(std::string_view s, std::string_view key) {
   if (s == "feed") return Pacing::feed;
   if (s == "rate") return Pacing::rate;
   if (s == "max") return Pacing::max;
-  bad(key, "unknown pacing '" + std::string(s) + "' (expected feed, rate or max)");
+  cli::bad_value(key, "unknown pacing '" + std::string(s) + "' (expected feed, rate or max)");
 }
 
 feed::InputFormat parse_format(std::string_view s, std::string_view key) {
@@ -48,7 +43,7 @@ feed::InputFormat parse_format(std::string_view s, std::string_view key) {
   if (s == "itch") return feed::InputFormat::itch;
   if (s == "pcap") return feed::InputFormat::pcap;
   if (s == "csv") return feed::InputFormat::csv;
-  bad(key, "unknown format '" + std::string(s) + "' (expected auto, itch, pcap or csv)");
+  cli::bad_value(key, "unknown format '" + std::string(s) + "' (expected auto, itch, pcap or csv)");
 }
 
 std::chrono::nanoseconds parse_duration(std::string_view s, std::string_view key) {
@@ -58,7 +53,7 @@ std::chrono::nanoseconds parse_duration(std::string_view s, std::string_view key
   double v = 0;
   const auto [p, ec] = std::from_chars(s.data(), s.data() + unit, v);
   if (unit == 0 || ec != std::errc() || p != s.data() + unit) {
-    bad(key, "'" + text + "' is not a duration (a number and a unit: 10ms, 1.5s, 500us, 2m, 1h)");
+    cli::bad_value(key, "'" + text + "' is not a duration (a number and a unit: 10ms, 1.5s, 500us, 2m, 1h)");
   }
   const std::string_view u = s.substr(unit);
   double scale = 0;
@@ -70,10 +65,10 @@ std::chrono::nanoseconds parse_duration(std::string_view s, std::string_view key
   else if (u == "h") scale = 3600e9;
   else if (u.empty() && v == 0) scale = 1;
   if (scale == 0) {
-    bad(key, "'" + text + "' has no unit (ns, us, ms, s, m or h)");
+    cli::bad_value(key, "'" + text + "' has no unit (ns, us, ms, s, m or h)");
   }
   const double ns = v * scale;
-  if (!std::isfinite(ns) || ns > 1e18) bad(key, "'" + text + "' is longer than 31 years");
+  if (!std::isfinite(ns) || ns > 1e18) cli::bad_value(key, "'" + text + "' is longer than 31 years");
   return std::chrono::nanoseconds(static_cast<std::int64_t>(ns));
 }
 
@@ -166,21 +161,21 @@ void read_options(ConfigFile::Section s, Options& o) {
 }
 
 void validate(const Options& o) {
-  if (!(o.speed > 0) || !std::isfinite(o.speed)) bad("speed", "must be a positive number");
-  if (!(o.rate > 0) || !std::isfinite(o.rate)) bad("rate", "must be a positive number");
-  if (o.max_gap.count() < 0) bad("max_gap", "must not be negative");
+  if (!(o.speed > 0) || !std::isfinite(o.speed)) cli::bad_value("speed", "must be a positive number");
+  if (!(o.rate > 0) || !std::isfinite(o.rate)) cli::bad_value("rate", "must be a positive number");
+  if (o.max_gap.count() < 0) cli::bad_value("max_gap", "must not be negative");
   validate_duration("max_gap", std::chrono::duration_cast<std::chrono::milliseconds>(o.max_gap));
-  if (o.batch == 0 || o.batch > 65536) bad("batch", std::to_string(o.batch) + " is outside 1..65536");
-  if (o.synthetic.instruments == 0) bad("instruments", "must be at least 1");
+  if (o.batch == 0 || o.batch > 65536) cli::bad_value("batch", std::to_string(o.batch) + " is outside 1..65536");
+  if (o.synthetic.instruments == 0) cli::bad_value("instruments", "must be at least 1");
   if (o.synthetic.burst_length > o.synthetic.burst_every) {
-    bad("burst_length", "must not exceed burst_every");
+    cli::bad_value("burst_length", "must not exceed burst_every");
   }
-  if (o.cpu < -1) bad("cpu", "must be a cpu number, or -1 for none");
+  if (o.cpu < -1) cli::bad_value("cpu", "must be a cpu number, or -1 for none");
   validate_duration("duration_ms", o.duration);
   validate_duration("wait_timeout_ms", o.wait_timeout);
   validate_duration("drain_timeout_ms", o.drain_timeout);
   if (o.wait_subscribers > kMaxSubscribers) {
-    bad("wait_subscribers", std::to_string(o.wait_subscribers) + " is above " +
+    cli::bad_value("wait_subscribers", std::to_string(o.wait_subscribers) + " is above " +
                                 std::to_string(kMaxSubscribers));
   }
 }
@@ -193,19 +188,6 @@ std::unique_ptr<feed::TickSource> open_input(const Options& o) {
   so.decoder.status_ticks = o.status_ticks;
   so.udp_port = o.udp_port;
   return feed::open_source(o.input, so);
-}
-
-std::uint32_t wait_for_subscribers(Publisher& pub, std::uint32_t n,
-                                   std::chrono::milliseconds timeout,
-                                   const std::atomic<bool>* stop) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    pub.service();
-    const std::uint32_t have = pub.subscriber_count();
-    if (have >= n || std::chrono::steady_clock::now() >= deadline) return have;
-    if (stop != nullptr && stop->load(std::memory_order_relaxed)) return have;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -114,12 +114,6 @@ void validate(const Options& o);  // throws Error(config_error) naming the key
 // The source of ticks for `o`: the file, or the synthetic generator.
 [[nodiscard]] std::unique_ptr<feed::TickSource> open_input(const Options& o);
 
-// Serves the publisher until `n` subscribers are active, `timeout` passes or `stop` is set;
-// returns how many are active.
-std::uint32_t wait_for_subscribers(Publisher& pub, std::uint32_t n,
-                                   std::chrono::milliseconds timeout,
-                                   const std::atomic<bool>* stop = nullptr);
-
 struct Stats {
   std::uint64_t ticks_read = 0;          // ticks from the source
   std::uint64_t by_kind[16] = {};        // ticks read, by TickKind
