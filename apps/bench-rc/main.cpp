@@ -167,13 +167,8 @@ std::vector<std::thread> start_subscribers(Publisher& pub, const SubscriberConfi
       body(sub, i);
     });
   }
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (pub.subscriber_count() < static_cast<std::uint32_t>(n)) {
-    pub.service();
-    if (std::chrono::steady_clock::now() > deadline) {
-      throw tickrail::Error(Errc::timed_out, "subscribers did not connect within 60 s");
-    }
-    std::this_thread::sleep_for(100us);
+  if (pub.wait_subscribers(static_cast<std::uint32_t>(n), 60s) < static_cast<std::uint32_t>(n)) {
+    throw tickrail::Error(Errc::timed_out, "subscribers did not connect within 60 s");
   }
   return threads;
 }

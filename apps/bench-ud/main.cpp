@@ -505,11 +505,7 @@ int fanout(const Common& c, std::uint32_t subscribers, std::uint64_t count, std:
     if (const int rc = spawn_subscribers(c, subscribers, count, kids, result_fds); rc != 0) return rc;
   }
   Publisher pub(pub_config(c, c.group_a, c.port, batch));
-  const auto tw = SteadyClock::now();
-  while (pub.subscriber_count() < subscribers && seconds_since(tw) < c.timeout_s) {
-    pub.service();
-    std::this_thread::sleep_for(Ms(1));
-  }
+  (void)pub.wait_subscribers(subscribers, std::chrono::seconds(c.timeout_s));
   const Clock& clock = Clock::instance();
   std::vector<Tick> chunk(batch);
   std::uint64_t next = 1;

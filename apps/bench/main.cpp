@@ -32,6 +32,7 @@
 
 #include "tickrail/affinity.hpp"
 #include "tickrail/clock.hpp"
+#include "tickrail/error.hpp"
 #include "tickrail/histogram.hpp"
 #include "tickrail/publisher.hpp"
 #include "tickrail/report.hpp"
@@ -236,6 +237,196 @@ std::string cpu_model() {
   return "unknown";
 }
 
+// A channel and its subscriber, served until active (throws Error naming `what` otherwise).
+struct Channel {
+  Publisher pub;
+  Subscriber sub;
+  Channel(const PublisherConfig& pc, const std::string& what) : pub(pc), sub(subscriber_for(pc)) {
+    (void)pub.wait_subscribers(1, std::chrono::seconds(1));
+    if (!sub.wait_active(std::chrono::seconds(5))) {
+      throw Error(Errc::timed_out, "the " + what + " never became active");
+    }
+  }
+  static SubscriberConfig subscriber_for(const PublisherConfig& pc) {
+    SubscriberConfig sc;
+    sc.channel = pc.channel;
+    sc.stats = pc.stats;
+    return sc;
+  }
+};
+
+// The channels every round uses: `main` as --stats says, `off` (--stats both) with counters
+// off, `unstamped` for throughput (spsc_queue carries an unstamped tick, so the headline
+// tickrail figure comes from a channel that does not stamp send times either: the stamp's
+// LFENCE;RDTSC costs more than moving the tick; the stamped rate is printed too).
+struct Channels {
+  PublisherConfig config;
+  std::optional<Channel> main, off, unstamped;
+
+  explicit Channels(const Options& o) {
+    config.channel = "bench-" + std::to_string(::getpid());
+    config.max_subscribers = 1;
+    config.ring_capacity = 4096;
+    config.stats = o.stats != "off";
+    main.emplace(config, "subscriber");
+    if (o.stats == "both") {
+      PublisherConfig c = config;
+      c.channel += "-nostats";
+      c.stats = false;
+      off.emplace(c, "counters-off subscriber");
+    }
+    PublisherConfig c = config;
+    c.channel += "-nostamp";
+    c.stamp_send_time = false;
+    unstamped.emplace(c, "unstamped channel's subscriber");
+  }
+};
+
+struct Results {
+  Histogram floor, spsc, tickrail;
+  std::vector<double> r_spsc, r_tr, tp_spsc, tp_tr, tp_ratio, tp_stamped;
+  Histogram off, on_paired;               // --stats both: adjacent on/off rounds
+  std::vector<double> r_stats, tp_stats;  // per round: counters on / counters off
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// One round: latency of the floor and both contenders (their order alternating so neither
+// always follows the floor), then throughput; its line on stdout.
+void run_round(const Options& o, int r, Channels& ch, boost::lockfree::spsc_queue<Tick>& q, Results& res) {
+  Channel& m = *ch.main;
+  const double f = floor_round(o, res.floor);
+  double s = 0, t = 0;
+  if (r % 2 == 0) {
+    s = spsc_latency_round(o, q, res.spsc);
+    t = tickrail_latency_round(o, m.pub, m.sub, res.tickrail);
+  } else {
+    t = tickrail_latency_round(o, m.pub, m.sub, res.tickrail);
+    s = spsc_latency_round(o, q, res.spsc);
+  }
+  res.r_spsc.push_back(s / f);
+  res.r_tr.push_back(t / f);
+  double t_off = 0, b_off = 0;
+  if (ch.off) {
+    // Counters off right before or right after counters on, alternating.
+    Channel& off = *ch.off;
+    if (r % 2 == 0) {
+      t_off = tickrail_latency_round(o, off.pub, off.sub, res.off);
+      const double again = tickrail_latency_round(o, m.pub, m.sub, res.on_paired);
+      res.r_stats.push_back(again / t_off);
+    } else {
+      const double again = tickrail_latency_round(o, m.pub, m.sub, res.on_paired);
+      t_off = tickrail_latency_round(o, off.pub, off.sub, res.off);
+      res.r_stats.push_back(again / t_off);
+    }
+  }
+  const double a = spsc_throughput_round(o, q);
+  const double b = tickrail_throughput_round(o, ch.unstamped->pub, ch.unstamped->sub);
+  const double b_st = tickrail_throughput_round(o, m.pub, m.sub);
+  if (ch.off) {
+    b_off = tickrail_throughput_round(o, ch.off->pub, ch.off->sub);
+    res.tp_stats.push_back(b_st / b_off);
+  }
+  res.tp_spsc.push_back(a);
+  res.tp_tr.push_back(b);
+  res.tp_stamped.push_back(b_st);
+  res.tp_ratio.push_back(b / a);
+  std::printf("  round %2d: floor p50 %6.1f ns | spsc p50 %6.1f ns (%.2fx) | tickrail p50 %6.1f "
+              "ns (%.2fx) | throughput spsc %6.2f M/s, tickrail %6.2f M/s (%.2fx), "
+              "stamped %6.2f M/s\n",
+              r + 1, f, s, s / f, t, t / f, a / 1e6, b / 1e6, b / a, b_st / 1e6);
+  if (ch.off) {
+    std::printf("            counters off: p50 %6.1f ns, on/off p50 %.3f | throughput %6.2f M/s, "
+                "on/off %.3f\n",
+                t_off, res.r_stats.back(), b_off / 1e6, res.tp_stats.back());
+  }
+  std::fflush(stdout);
+}
+
+void print_summary(const Results& res, bool both) {
+  std::vector<TableRow> rows{{"floor (RTT/2)", summarize(res.floor)},
+                             {"spsc_queue", summarize(res.spsc)},
+                             {"tickrail shm", summarize(res.tickrail)}};
+  if (both) rows.push_back({"tickrail, no stats", summarize(res.off)});
+  std::printf("\none-way latency over all rounds (ns; floor is half a ping-pong round trip):\n%s",
+              format_table(rows).c_str());
+  std::printf("\nper-round medians, ratio to the same round's floor p50 (median over rounds):\n"
+              "  spsc_queue %.2fx, tickrail %.2fx\n",
+              median(res.r_spsc), median(res.r_tr));
+  std::printf("throughput, median over rounds: spsc_queue %.2f M ticks/s, tickrail %.2f M ticks/s; "
+              "tickrail/spsc %.2fx (median of per-round ratios); tickrail stamping send times "
+              "%.2f M ticks/s\n",
+              median(res.tp_spsc) / 1e6, median(res.tp_tr) / 1e6, median(res.tp_ratio),
+              median(res.tp_stamped) / 1e6);
+  if (both) {
+    std::printf("live counters, on/off in the same rounds (median of per-round ratios): "
+                "p50 %.3f, throughput %.3f\n",
+                median(res.r_stats), median(res.tp_stats));
+  }
+}
+
+nlohmann::json results_json(const Options& o, const Results& res, bool both) {
+  nlohmann::json j;
+  j["machine"] = {{"cpu", cpu_model()}, {"clock", Clock::instance().describe()},
+                  {"sender_cpu", o.sender_cpu}, {"receiver_cpu", o.receiver_cpu}};
+  j["rounds"] = o.rounds;
+  j["latency_ns"] = {{"floor_rtt_half", to_json(summarize(res.floor))},
+                     {"spsc_queue", to_json(summarize(res.spsc))},
+                     {"tickrail_shm", to_json(summarize(res.tickrail))}};
+  j["p50_ratio_to_floor_median"] = {{"spsc_queue", median(res.r_spsc)}, {"tickrail_shm", median(res.r_tr)}};
+  j["throughput_ticks_per_s_median"] = {{"spsc_queue", median(res.tp_spsc)}, {"tickrail_shm", median(res.tp_tr)}};
+  j["throughput_ratio_tickrail_to_spsc_median"] = median(res.tp_ratio);
+  j["throughput_ticks_per_s_median"]["tickrail_shm_stamped"] = median(res.tp_stamped);
+  j["stats"] = o.stats;
+  if (both) {
+    j["latency_ns"]["tickrail_shm_no_stats"] = to_json(summarize(res.off));
+    j["stats_on_off_p50_ratio_median"] = median(res.r_stats);
+    j["stats_on_off_throughput_ratio_median"] = median(res.tp_stats);
+  }
+  return j;
+}
+
+// Pins, prints the heading, runs the rounds and reports; the exit status.
+int bench(const Options& o) {
+  const Clock& clk = Clock::instance();
+  const PinResult pin = pin_current_thread(o.sender_cpu);
+  if (!pin.ok) {
+    std::cerr << "tickrail-bench: " << pin.message << "\n";
+    return 1;
+  }
+  std::printf("tickrail-bench: %s; sender on cpu %d, receiver on cpu %d; %s\n",
+              cpu_model().c_str(), o.sender_cpu, o.receiver_cpu, clk.describe().c_str());
+  if (!pin.message.empty()) std::printf("  note: %s\n", pin.message.c_str());
+  std::printf("  %d rounds x %llu latency samples (gap %llu ns) and %llu throughput ticks\n",
+              o.rounds, static_cast<unsigned long long>(o.samples),
+              static_cast<unsigned long long>(o.gap_ns),
+              static_cast<unsigned long long>(o.throughput_ticks));
+  Channels ch(o);
+  const bool both = ch.off.has_value();
+  std::printf("  live counters: %s\n", both ? "on and off, alternating in each round"
+                                             : (ch.config.stats ? "on" : "off"));
+  std::printf("  throughput: unstamped ticks in both (tickrail's stamped rate shown apart)\n");
+  boost::lockfree::spsc_queue<Tick> q(4096);
+  Results res;
+  for (int r = 0; r < o.rounds; ++r) run_round(o, r, ch, q, res);
+  print_summary(res, both);
+  const nlohmann::json j = results_json(o, res, both);
+  if (o.json_path.empty()) {
+    std::printf("\n%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::ofstream out(o.json_path);
+  out << j.dump(2) << "\n";
+  if (!out) {
+    std::cerr << "tickrail-bench: cannot write " << o.json_path << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -255,190 +446,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"on", "off", "both"}))
       ->capture_default_str();
   if (const auto status = command.parse(argc, argv)) return *status;
-
   try {
-    const Clock& clk = Clock::instance();
-    const PinResult pin = pin_current_thread(o.sender_cpu);
-    if (!pin.ok) {
-      std::cerr << "tickrail-bench: " << pin.message << "\n";
-      return 1;
-    }
-    std::printf("tickrail-bench: %s; sender on cpu %d, receiver on cpu %d; %s\n",
-                cpu_model().c_str(), o.sender_cpu, o.receiver_cpu, clk.describe().c_str());
-    if (!pin.message.empty()) std::printf("  note: %s\n", pin.message.c_str());
-    std::printf("  %d rounds x %llu latency samples (gap %llu ns) and %llu throughput ticks\n",
-                o.rounds, static_cast<unsigned long long>(o.samples),
-                static_cast<unsigned long long>(o.gap_ns),
-                static_cast<unsigned long long>(o.throughput_ticks));
-
-    PublisherConfig pc;
-    pc.channel = "bench-" + std::to_string(::getpid());
-    pc.max_subscribers = 1;
-    pc.ring_capacity = 4096;
-    pc.stats = o.stats != "off";
-    Publisher pub(pc);
-    SubscriberConfig sc;
-    sc.channel = pc.channel;
-    sc.stats = pc.stats;
-    Subscriber sub(sc);
-    for (int i = 0; i < 1000 && pub.subscriber_count() == 0; ++i) {
-      pub.service();
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    if (!sub.wait_active(std::chrono::seconds(5))) {
-      std::cerr << "tickrail-bench: the subscriber never became active\n";
-      return 1;
-    }
-    // --stats both: the same channel again with counters off, run in the same rounds.
-    const bool both = o.stats == "both";
-    std::optional<Publisher> pub_off;
-    std::optional<Subscriber> sub_off;
-    if (both) {
-      PublisherConfig pc2 = pc;
-      pc2.channel += "-nostats";
-      pc2.stats = false;
-      pub_off.emplace(pc2);
-      SubscriberConfig sc2 = sc;
-      sc2.channel = pc2.channel;
-      sc2.stats = false;
-      sub_off.emplace(sc2);
-      for (int i = 0; i < 1000 && pub_off->subscriber_count() == 0; ++i) {
-        pub_off->service();
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
-      if (!sub_off->wait_active(std::chrono::seconds(5))) {
-        std::cerr << "tickrail-bench: the counters-off subscriber never became active\n";
-        return 1;
-      }
-    }
-    // Throughput compares like with like: spsc_queue carries an unstamped tick, so the headline
-    // tickrail figure comes from a channel that does not stamp send times either (the stamp's
-    // LFENCE;RDTSC costs more than moving the tick). The stamped channel's rate is printed too.
-    PublisherConfig pc3 = pc;
-    pc3.channel += "-nostamp";
-    pc3.stamp_send_time = false;
-    Publisher pub_ns(pc3);
-    SubscriberConfig sc3 = sc;
-    sc3.channel = pc3.channel;
-    Subscriber sub_ns(sc3);
-    for (int i = 0; i < 1000 && pub_ns.subscriber_count() == 0; ++i) {
-      pub_ns.service();
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    if (!sub_ns.wait_active(std::chrono::seconds(5))) {
-      std::cerr << "tickrail-bench: the unstamped channel's subscriber never became active\n";
-      return 1;
-    }
-    std::printf("  live counters: %s\n", both ? "on and off, alternating in each round"
-                                               : (pc.stats ? "on" : "off"));
-    std::printf("  throughput: unstamped ticks in both (tickrail's stamped rate shown apart)\n");
-    boost::lockfree::spsc_queue<Tick> q(4096);
-
-    Histogram h_floor, h_spsc, h_tr;
-    std::vector<double> r_spsc, r_tr, tp_spsc, tp_tr, tp_ratio, tp_stamped;
-    Histogram h_off, h_on_paired;  // --stats both: adjacent on/off rounds
-    std::vector<double> r_stats, tp_stats;  // per round: counters on / counters off
-    for (int r = 0; r < o.rounds; ++r) {
-      // Alternate the order within a round so neither contender always follows the floor.
-      const double f = floor_round(o, h_floor);
-      double s = 0, t = 0;
-      if (r % 2 == 0) {
-        s = spsc_latency_round(o, q, h_spsc);
-        t = tickrail_latency_round(o, pub, sub, h_tr);
-      } else {
-        t = tickrail_latency_round(o, pub, sub, h_tr);
-        s = spsc_latency_round(o, q, h_spsc);
-      }
-      r_spsc.push_back(s / f);
-      r_tr.push_back(t / f);
-      double t_off = 0, b_off = 0;
-      if (both) {
-        // Counters off right before or right after counters on, alternating.
-        if (r % 2 == 0) {
-          t_off = tickrail_latency_round(o, *pub_off, *sub_off, h_off);
-          const double again = tickrail_latency_round(o, pub, sub, h_on_paired);
-          r_stats.push_back(again / t_off);
-        } else {
-          const double again = tickrail_latency_round(o, pub, sub, h_on_paired);
-          t_off = tickrail_latency_round(o, *pub_off, *sub_off, h_off);
-          r_stats.push_back(again / t_off);
-        }
-      }
-      const double a = spsc_throughput_round(o, q);
-      const double b = tickrail_throughput_round(o, pub_ns, sub_ns);
-      const double b_st = tickrail_throughput_round(o, pub, sub);
-      if (both) {
-        b_off = tickrail_throughput_round(o, *pub_off, *sub_off);
-        tp_stats.push_back(b_st / b_off);
-      }
-      tp_spsc.push_back(a);
-      tp_tr.push_back(b);
-      tp_stamped.push_back(b_st);
-      tp_ratio.push_back(b / a);
-      std::printf("  round %2d: floor p50 %6.1f ns | spsc p50 %6.1f ns (%.2fx) | tickrail p50 %6.1f "
-                  "ns (%.2fx) | throughput spsc %6.2f M/s, tickrail %6.2f M/s (%.2fx), "
-                  "stamped %6.2f M/s\n",
-                  r + 1, f, s, s / f, t, t / f, a / 1e6, b / 1e6, b / a, b_st / 1e6);
-      if (both) {
-        std::printf("            counters off: p50 %6.1f ns, on/off p50 %.3f | throughput %6.2f M/s, "
-                    "on/off %.3f\n",
-                    t_off, r_stats.back(), b_off / 1e6, tp_stats.back());
-      }
-      std::fflush(stdout);
-    }
-    auto med = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
-    std::vector<TableRow> rows{{"floor (RTT/2)", summarize(h_floor)},
-                               {"spsc_queue", summarize(h_spsc)},
-                               {"tickrail shm", summarize(h_tr)}};
-    if (both) rows.push_back({"tickrail, no stats", summarize(h_off)});
-    std::printf("\none-way latency over all rounds (ns; floor is half a ping-pong round trip):\n%s",
-                format_table(rows).c_str());
-    std::printf("\nper-round medians, ratio to the same round's floor p50 (median over rounds):\n"
-                "  spsc_queue %.2fx, tickrail %.2fx\n",
-                med(r_spsc), med(r_tr));
-    std::printf("throughput, median over rounds: spsc_queue %.2f M ticks/s, tickrail %.2f M ticks/s; "
-                "tickrail/spsc %.2fx (median of per-round ratios); tickrail stamping send times "
-                "%.2f M ticks/s\n",
-                med(tp_spsc) / 1e6, med(tp_tr) / 1e6, med(tp_ratio), med(tp_stamped) / 1e6);
-    if (both) {
-      std::printf("live counters, on/off in the same rounds (median of per-round ratios): "
-                  "p50 %.3f, throughput %.3f\n",
-                  med(r_stats), med(tp_stats));
-    }
-
-    nlohmann::json j;
-    j["machine"] = {{"cpu", cpu_model()}, {"clock", clk.describe()},
-                    {"sender_cpu", o.sender_cpu}, {"receiver_cpu", o.receiver_cpu}};
-    j["rounds"] = o.rounds;
-    j["latency_ns"] = {{"floor_rtt_half", to_json(summarize(h_floor))},
-                       {"spsc_queue", to_json(summarize(h_spsc))},
-                       {"tickrail_shm", to_json(summarize(h_tr))}};
-    j["p50_ratio_to_floor_median"] = {{"spsc_queue", med(r_spsc)}, {"tickrail_shm", med(r_tr)}};
-    j["throughput_ticks_per_s_median"] = {{"spsc_queue", med(tp_spsc)}, {"tickrail_shm", med(tp_tr)}};
-    j["throughput_ratio_tickrail_to_spsc_median"] = med(tp_ratio);
-    j["throughput_ticks_per_s_median"]["tickrail_shm_stamped"] = med(tp_stamped);
-    j["stats"] = o.stats;
-    if (both) {
-      j["latency_ns"]["tickrail_shm_no_stats"] = to_json(summarize(h_off));
-      j["stats_on_off_p50_ratio_median"] = med(r_stats);
-      j["stats_on_off_throughput_ratio_median"] = med(tp_stats);
-    }
-    if (!o.json_path.empty()) {
-      std::ofstream out(o.json_path);
-      out << j.dump(2) << "\n";
-      if (!out) {
-        std::cerr << "tickrail-bench: cannot write " << o.json_path << "\n";
-        return 1;
-      }
-    } else {
-      std::printf("\n%s\n", j.dump().c_str());
-    }
+    return bench(o);
   } catch (const std::exception& e) {
     std::cerr << "tickrail-bench: " << e.what() << "\n";
     return 1;
   }
-  return 0;
 }

@@ -15,10 +15,15 @@
 #include "tickrail/build_config.hpp"
 
 namespace tickrail::cli {
+
+void bad_value(std::string_view key, const std::string& why) {
+  throw Error(Errc::config_error, std::string(key) + ": " + why);
+}
+
 namespace {
 
 [[noreturn]] void bad(std::string_view option, std::string_view text, const std::string& why) {
-  throw Error(Errc::config_error, std::string(option) + ": '" + std::string(text) + "' " + why);
+  bad_value(option, "'" + std::string(text) + "' " + why);
 }
 
 std::string_view trimmed(std::string_view s) {

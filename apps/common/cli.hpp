@@ -44,6 +44,9 @@ std::chrono::milliseconds parse_seconds(std::string_view text, std::string_view 
 // Milliseconds from 0 to kMaxDuration.
 std::chrono::milliseconds parse_milliseconds(std::string_view text, std::string_view option);
 
+// A config key (or option) whose value cannot work: throws Error(config_error) "key: why".
+[[noreturn]] void bad_value(std::string_view key, const std::string& why);
+
 // Makes sure `path` can be written before the run starts: opens it for writing without
 // truncating it (a file created by the check is removed again). Throws Error(config_error)
 // "option: cannot write 'path': why".

@@ -4,16 +4,19 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include <unistd.h>
+
+#include "cli.hpp"
+#include "pingpong.hpp"
 #include "text.hpp"
+#include "tickrail/affinity.hpp"
+#include "tickrail/clock.hpp"
 #include "tickrail/error.hpp"
+#include "tickrail/memory.hpp"
 
 namespace tickrail::jitter {
 
 namespace {
-[[noreturn]] void bad(std::string_view key, const std::string& why) {
-  throw Error(Errc::config_error, std::string(key) + ": " + why);
-}
-
 using cli::fmt;
 }  // namespace
 
@@ -30,7 +33,7 @@ Mode parse_mode(std::string_view s, std::string_view key) {
   if (s == "one-way" || s == "one_way" || s == "oneway") return Mode::one_way;
   if (s == "pingpong" || s == "ping-pong") return Mode::pingpong;
   if (s == "echo") return Mode::echo;
-  bad(key, "unknown mode '" + std::string(s) + "' (expected one-way, pingpong or echo)");
+  cli::bad_value(key, "unknown mode '" + std::string(s) + "' (expected one-way, pingpong or echo)");
 }
 
 void read_options(ConfigFile::Section s, Options& o) {
@@ -52,9 +55,9 @@ void read_options(ConfigFile::Section s, Options& o) {
 }
 
 void validate(const Options& o) {
-  if (o.cpu < -1) bad("cpu", "must be a cpu number, or -1 for none");
-  if (o.batch == 0 || o.batch > 65536) bad("batch", std::to_string(o.batch) + " is outside 1..65536");
-  if (o.ping_timeout.count() <= 0) bad("ping_timeout_ms", "must be positive");
+  if (o.cpu < -1) cli::bad_value("cpu", "must be a cpu number, or -1 for none");
+  if (o.batch == 0 || o.batch > 65536) cli::bad_value("batch", std::to_string(o.batch) + " is outside 1..65536");
+  if (o.ping_timeout.count() <= 0) cli::bad_value("ping_timeout_ms", "must be positive");
   validate_duration("ping_timeout_ms", o.ping_timeout);
   validate_duration("duration_ms", o.duration);
 }
@@ -196,6 +199,145 @@ nlohmann::json report_json(const Recorder& r, const RunInfo& info) {
   j["cpu"] = info.cpu;
   j["warnings"] = info.warnings;
   return j;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running it.
+
+void note(const std::string& s) { std::fprintf(stderr, "tickrail-jitter: %s\n", s.c_str()); }
+
+// The live line, formatted into a stack buffer and written with one system call.
+void live_line(const Window& w, std::uint64_t total) {
+  char buf[192];
+  const int n = std::snprintf(
+      buf, sizeof buf,
+      "  %10.0f ticks/s  p50 %9.1f ns  p99 %9.1f ns  max %11.1f ns  lost %llu  total %llu\n",
+      w.seconds > 0 ? static_cast<double>(w.count) / w.seconds : 0.0, static_cast<double>(w.p50_ns),
+      static_cast<double>(w.p99_ns), static_cast<double>(w.max_ns),
+      static_cast<unsigned long long>(w.lost), static_cast<unsigned long long>(total));
+  if (n > 0) (void)!write(STDERR_FILENO, buf, static_cast<std::size_t>(std::min(n, static_cast<int>(sizeof buf) - 1)));
+}
+
+void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec, RunInfo& info) {
+  const Clock& clock = Clock::instance();
+  Subscriber sub(sc);  // waits up to attach_timeout for a live publisher
+  note("subscribed to " + info.transport + " channel '" + sc.channel + "' (policy " +
+       to_string(sc.policy) + "); measuring one-way latency");
+  cli::install_stop_signals();
+
+  const std::uint64_t start = Clock::now();
+  const std::uint64_t second = clock.ns_to_ticks(1e9);
+  const std::uint64_t end = o.duration.count() > 0
+                                ? start + clock.ns_to_ticks(static_cast<double>(o.duration.count()) * 1e6)
+                                : ~std::uint64_t{0};
+  std::uint64_t next_live = start + second;
+  std::uint64_t last_live = start;
+  const std::uint64_t limit = o.count == 0 ? ~std::uint64_t{0} : o.count;
+  auto handler = [&rec](const Tick& t) { rec.on_tick(t, Clock::now()); };
+  std::uint64_t lost_seen = 0;
+
+  for (;;) {
+    const std::uint64_t now = Clock::now();
+    rec.on_poll(now);
+    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(o.batch, limit - rec.received()));
+    const std::size_t n = sub.poll(handler, want);
+    if (rec.received() >= limit) {
+      info.ended = "count";
+      break;
+    }
+    if (n == 0) {
+      const SubscriberState st = sub.state();
+      if (st == SubscriberState::publisher_gone || st == SubscriberState::evicted ||
+          st == SubscriberState::closed) {
+        // Gone with nothing left to drain: one more empty poll settles a race with the last
+        // ticks, since the state is read after the poll.
+        if (sub.poll(handler, want) == 0) {
+          info.ended = st == SubscriberState::evicted ? "evicted" : "publisher_gone";
+          info.reason = sub.reason();
+          break;
+        }
+      }
+    }
+    if (cli::stop_requested()) [[unlikely]] {
+      info.ended = "interrupted";
+      break;
+    }
+    if (now >= end) {
+      info.ended = "duration";
+      break;
+    }
+    if (now >= next_live) {
+      Window w = rec.take_window(clock.to_ns(now - last_live) * 1e-9);
+      // The Subscriber's count: also ticks lapped before the first receipt.
+      const std::uint64_t lost_now = sub.counters().lost;
+      w.lost = std::max(w.lost, lost_now - lost_seen);
+      lost_seen = lost_now;
+      if (o.live && rec.received() != 0) live_line(w, rec.received());
+      last_live = now;
+      next_live = now + second;
+      rec.skip_poll_gap();  // the line was our doing, not the OS's
+    }
+  }
+  info.elapsed_s = clock.to_ns(Clock::now() - start) * 1e-9;
+  info.counters = sub.counters();
+  info.position = sub.next_sequence();
+  sub.close();
+}
+
+namespace {
+
+// --json, --hgrm and --svg, as asked.
+void write_report_files(const Options& o, const Recorder& rec, const RunInfo& info) {
+  if (!o.json.empty()) write_text_file(o.json, report_json(rec, info).dump(2) + "\n");
+  if (!o.hgrm.empty()) write_text_file(o.hgrm, format_hgrm(rec.latency()));
+  if (!o.svg.empty()) {
+    const bool rtt = o.mode == Mode::pingpong;
+    SvgOptions so;
+    so.title = std::string("tickrail-jitter: ") + (rtt ? "RTT/2 (half a round trip)" : "ONE-WAY latency") +
+               " by percentile, " + info.transport + " '" + info.channel + "'";
+    so.y_label = rtt ? "RTT/2" : "one-way latency";
+    so.clock = info.clock;
+    const SvgSeries series[] = {{so.y_label, &rec.latency()},
+                                {rtt ? "inter-arrival (between echoes)" : "inter-arrival", &rec.interarrival()},
+                                {"poll gap", &rec.poll_gap()}};
+    write_text_file(o.svg, format_svg(series, so));
+  }
+}
+
+}  // namespace
+
+int run(const Options& o, const SubscriberConfig& sc) {
+  const Clock& clock = Clock::instance();
+  RunInfo info;
+  info.transport = to_string(sc.transport);
+  info.channel = sc.channel;
+  info.clock = clock.describe();
+  info.cpu = o.cpu;
+  if (o.cpu >= 0) {
+    const PinResult pin = pin_current_thread(o.cpu);
+    if (!pin) throw Error(Errc::invalid_argument, "--cpu: " + pin.message);
+  }
+  info.warnings = host_warnings(o.cpu);
+  for (const std::string& w : info.warnings) note("warning: " + w);
+  if (o.lock_memory) {
+    const LockResult l = lock_all_memory();
+    if (!l) note("warning: " + l.message);
+  }
+
+  if (o.mode == Mode::echo) return echo(sc, o);
+  Recorder rec(clock.ns_per_tick());
+  info.mode = o.mode;
+  if (o.mode == Mode::pingpong) {
+    measure_pingpong(sc, o, rec, info);
+  } else {
+    measure_one_way(sc, o, rec, info);
+  }
+
+  std::fputs(format_report(rec, info).c_str(), stdout);
+  std::fflush(stdout);
+  write_report_files(o, rec, info);
+  if (info.ended == "evicted") return cli::kExitFailure;
+  return info.ended == "interrupted" ? cli::kExitInterrupted : cli::kExitOk;
 }
 
 }  // namespace tickrail::jitter

@@ -1,5 +1,5 @@
 // The pieces of tickrail-jitter: its options, the Recorder that turns received ticks into
-// histograms, and the report. main.cpp wires them to a Subscriber and the command line.
+// histograms, the one-way measuring loop and the report. main.cpp is the command line.
 #pragma once
 
 #include <chrono>
@@ -159,5 +159,18 @@ struct Loss {
 // object (count, lost, min_ns ... max_ns of the latency, plus interarrival, poll_gap and the run).
 [[nodiscard]] std::string format_report(const Recorder& r, const RunInfo& info);
 [[nodiscard]] nlohmann::json report_json(const Recorder& r, const RunInfo& info);
+
+// The whole run in o.mode (pin and lock as asked, measure, print the report and write its
+// files); the exit status (cli.hpp). Ends on the publisher's end, --duration, --count or a stop
+// signal (installed once attached).
+[[nodiscard]] int run(const Options& o, const SubscriberConfig& sc);
+
+// One-way: attaches (waiting attach_timeout), then records receive time minus the publisher's
+// send stamp, one clock, until the run ends; info says how.
+void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec, RunInfo& info);
+
+// "tickrail-jitter: <s>" on stderr, and the once-a-second live line (one system call).
+void note(const std::string& s);
+void live_line(const Window& w, std::uint64_t total);
 
 }  // namespace tickrail::jitter

@@ -26,4 +26,13 @@ namespace tickrail::jitter {
 [[nodiscard]] PublisherConfig echo_publisher(const SubscriberConfig& sc, const Options& o);
 [[nodiscard]] SubscriberConfig echo_subscriber(const SubscriberConfig& sc, const Options& o);
 
+// The measuring end: publishes pings on the forward stream, attaches to the echo stream
+// (serving its own publisher between attempts), records RTT/2 per answered ping until the run
+// ends; info says how. Throws Error(timed_out) if no echo comes within attach_timeout.
+void measure_pingpong(const SubscriberConfig& sc, const Options& o, Recorder& rec, RunInfo& info);
+
+// The echo end: every tick received goes back on the echo stream; prints its one line and
+// returns the exit status.
+[[nodiscard]] int echo(const SubscriberConfig& sc, const Options& o);
+
 }  // namespace tickrail::jitter

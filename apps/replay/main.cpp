@@ -111,7 +111,7 @@ int replay_run(const cli::Cli& cli, const replay::Options& o, const PublisherCon
   replay::Replayer r(o, *src, pub, std::move(book));
   cli::install_stop_signals();
   if (o.wait_subscribers > 0) {
-    const std::uint32_t have = replay::wait_for_subscribers(pub, o.wait_subscribers, o.wait_timeout, &cli::stop_flag());
+    const std::uint32_t have = pub.wait_subscribers(o.wait_subscribers, o.wait_timeout, &cli::stop_flag());
     if (have < o.wait_subscribers) {
       cli.note("warning: " + std::to_string(have) + " of " + std::to_string(o.wait_subscribers) +
            " subscribers after " + std::to_string(o.wait_timeout.count()) + " ms; starting anyway");

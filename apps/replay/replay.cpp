@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "tickrail/clock.hpp"
+#include "cli.hpp"
 #include "text.hpp"
 #include "tickrail/error.hpp"
 #include "tickrail/feed/csv_reader.hpp"
@@ -20,12 +21,6 @@
 #include "tickrail/report.hpp"
 
 namespace tickrail::replay {
-
-namespace {
-[[noreturn]] void bad(std::string_view key, const std::string& why) {
-  throw Error(Errc::config_error, std::string(key) + ": " + why);
-}
-}  // namespace
 
 const char* to_string(Pacing p) noexcept {
   switch (p) {
@@ -40,7 +35,7 @@ Pacing parse_pacing(std::string_view s, std::string_view key) {
   if (s == "feed") return Pacing::feed;
   if (s == "rate") return Pacing::rate;
   if (s == "max") return Pacing::max;
-  bad(key, "unknown pacing '" + std::string(s) + "' (expected feed, rate or max)");
+  cli::bad_value(key, "unknown pacing '" + std::string(s) + "' (expected feed, rate or max)");
 }
 
 feed::InputFormat parse_format(std::string_view s, std::string_view key) {
@@ -48,7 +43,7 @@ feed::InputFormat parse_format(std::string_view s, std::string_view key) {
   if (s == "itch") return feed::InputFormat::itch;
   if (s == "pcap") return feed::InputFormat::pcap;
   if (s == "csv") return feed::InputFormat::csv;
-  bad(key, "unknown format '" + std::string(s) + "' (expected auto, itch, pcap or csv)");
+  cli::bad_value(key, "unknown format '" + std::string(s) + "' (expected auto, itch, pcap or csv)");
 }
 
 std::chrono::nanoseconds parse_duration(std::string_view s, std::string_view key) {
@@ -58,7 +53,7 @@ std::chrono::nanoseconds parse_duration(std::string_view s, std::string_view key
   double v = 0;
   const auto [p, ec] = std::from_chars(s.data(), s.data() + unit, v);
   if (unit == 0 || ec != std::errc() || p != s.data() + unit) {
-    bad(key, "'" + text + "' is not a duration (a number and a unit: 10ms, 1.5s, 500us, 2m, 1h)");
+    cli::bad_value(key, "'" + text + "' is not a duration (a number and a unit: 10ms, 1.5s, 500us, 2m, 1h)");
   }
   const std::string_view u = s.substr(unit);
   double scale = 0;
@@ -70,10 +65,10 @@ std::chrono::nanoseconds parse_duration(std::string_view s, std::string_view key
   else if (u == "h") scale = 3600e9;
   else if (u.empty() && v == 0) scale = 1;
   if (scale == 0) {
-    bad(key, "'" + text + "' has no unit (ns, us, ms, s, m or h)");
+    cli::bad_value(key, "'" + text + "' has no unit (ns, us, ms, s, m or h)");
   }
   const double ns = v * scale;
-  if (!std::isfinite(ns) || ns > 1e18) bad(key, "'" + text + "' is longer than 31 years");
+  if (!std::isfinite(ns) || ns > 1e18) cli::bad_value(key, "'" + text + "' is longer than 31 years");
   return std::chrono::nanoseconds(static_cast<std::int64_t>(ns));
 }
 
@@ -166,21 +161,21 @@ void read_options(ConfigFile::Section s, Options& o) {
 }
 
 void validate(const Options& o) {
-  if (!(o.speed > 0) || !std::isfinite(o.speed)) bad("speed", "must be a positive number");
-  if (!(o.rate > 0) || !std::isfinite(o.rate)) bad("rate", "must be a positive number");
-  if (o.max_gap.count() < 0) bad("max_gap", "must not be negative");
+  if (!(o.speed > 0) || !std::isfinite(o.speed)) cli::bad_value("speed", "must be a positive number");
+  if (!(o.rate > 0) || !std::isfinite(o.rate)) cli::bad_value("rate", "must be a positive number");
+  if (o.max_gap.count() < 0) cli::bad_value("max_gap", "must not be negative");
   validate_duration("max_gap", std::chrono::duration_cast<std::chrono::milliseconds>(o.max_gap));
-  if (o.batch == 0 || o.batch > 65536) bad("batch", std::to_string(o.batch) + " is outside 1..65536");
-  if (o.synthetic.instruments == 0) bad("instruments", "must be at least 1");
+  if (o.batch == 0 || o.batch > 65536) cli::bad_value("batch", std::to_string(o.batch) + " is outside 1..65536");
+  if (o.synthetic.instruments == 0) cli::bad_value("instruments", "must be at least 1");
   if (o.synthetic.burst_length > o.synthetic.burst_every) {
-    bad("burst_length", "must not exceed burst_every");
+    cli::bad_value("burst_length", "must not exceed burst_every");
   }
-  if (o.cpu < -1) bad("cpu", "must be a cpu number, or -1 for none");
+  if (o.cpu < -1) cli::bad_value("cpu", "must be a cpu number, or -1 for none");
   validate_duration("duration_ms", o.duration);
   validate_duration("wait_timeout_ms", o.wait_timeout);
   validate_duration("drain_timeout_ms", o.drain_timeout);
   if (o.wait_subscribers > kMaxSubscribers) {
-    bad("wait_subscribers", std::to_string(o.wait_subscribers) + " is above " +
+    cli::bad_value("wait_subscribers", std::to_string(o.wait_subscribers) + " is above " +
                                 std::to_string(kMaxSubscribers));
   }
 }
@@ -193,19 +188,6 @@ std::unique_ptr<feed::TickSource> open_input(const Options& o) {
   so.decoder.status_ticks = o.status_ticks;
   so.udp_port = o.udp_port;
   return feed::open_source(o.input, so);
-}
-
-std::uint32_t wait_for_subscribers(Publisher& pub, std::uint32_t n,
-                                   std::chrono::milliseconds timeout,
-                                   const std::atomic<bool>* stop) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    pub.service();
-    const std::uint32_t have = pub.subscriber_count();
-    if (have >= n || std::chrono::steady_clock::now() >= deadline) return have;
-    if (stop != nullptr && stop->load(std::memory_order_relaxed)) return have;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -266,8 +248,7 @@ bool Replayer::publish_pending() {
   return true;
 }
 
-template <class Control>
-bool Replayer::wait_until(std::uint64_t due, std::uint64_t feed_ts, Control& control) {
+bool Replayer::wait_until(std::uint64_t due, std::uint64_t feed_ts) {
   const Clock& clock = Clock::instance();
   std::uint64_t now = Clock::now();
   if (due <= now) return true;
@@ -295,17 +276,104 @@ bool Replayer::wait_until(std::uint64_t due, std::uint64_t feed_ts, Control& con
   return true;
 }
 
+bool Replayer::control(std::uint64_t now) {
+  if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) return false;
+  if (now >= end_) return false;
+  if (progress_ != nullptr && *progress_ && (now >= next_progress_ || announce_wait_)) {
+    announce_wait_ = false;
+    report_progress(now);
+  }
+  return true;
+}
+
+void Replayer::report_progress(std::uint64_t now) {
+  const Clock& clock = Clock::instance();
+  const feed::Progress p = src_.progress();
+  ProgressLine line;
+  line.msgs_per_s = static_cast<double>(stats_.ticks_read - last_read_) /
+                    std::max(clock.to_ns(now - last_progress_) * 1e-9, 1e-9);
+  line.percent = p.total != 0 ? 100.0 * static_cast<double>(p.done) / static_cast<double>(p.total) : -1;
+  line.lag_p99_ns = window_lag_.value_at_percentile(99.0);
+  line.lag_max_ns = window_lag_.max();
+  line.published = pub_.counters().published;
+  if (waiting_until_ > now + clock.ns_to_ticks(1e9)) {  // a wait this long is worth a line
+    line.wait_ns = static_cast<std::uint64_t>(clock.to_ns(waiting_until_ - now));
+    line.wait_feed_ts = waiting_ts_;
+  }
+  (*progress_)(line);
+  window_lag_.reset();
+  last_read_ = stats_.ticks_read;
+  last_progress_ = now;
+  next_progress_ = now + clock.ns_to_ticks(500e6);
+}
+
+// As fast as possible, ticks as read: publishes the read buffer itself, no copy.
+bool Replayer::publish_as_read(std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) ++stats_.by_kind[static_cast<std::uint8_t>(in_[i].kind) & 15u];
+  stats_.ticks_read += n;
+  std::swap(in_, out_);
+  pending_ = n;
+  const bool ok = publish_pending();
+  std::swap(in_, out_);
+  return ok;
+}
+
+// Intended send time of the next tick (clock ticks), open loop: from the feed's clock or the
+// rate, never from when the previous tick left.
+std::uint64_t Replayer::due_time(std::uint64_t feed_elapsed) {
+  std::uint64_t due;
+  if (o_.pacing == Pacing::feed) {
+    due = start_ + static_cast<std::uint64_t>(static_cast<double>(feed_elapsed) * feed_factor_);
+  } else {
+    due = start_ + static_cast<std::uint64_t>(static_cast<double>(index_) * rate_period_);
+  }
+  ++index_;
+  due = std::max(due, last_due_);  // a feed whose clock steps back keeps its order
+  last_due_ = due;
+  return due;
+}
+
+bool Replayer::take(const Tick& t) {
+  ++stats_.ticks_read;
+  ++stats_.by_kind[static_cast<std::uint8_t>(t.kind) & 15u];
+  // Every tick read moves the feed's clock, also one the book turns into no quote: gaps are
+  // between consecutive feed timestamps.
+  const std::uint64_t feed_elapsed = o_.pacing == Pacing::feed ? schedule_.elapsed(t.exch_ts) : 0;
+  Tick& send = out_[pending_];
+  if (book_ && t.kind >= TickKind::Add && t.kind <= TickKind::Execute) {
+    if (!book_->apply(t, send)) return true;  // top of book unchanged: nothing to send
+  } else {
+    send = t;
+  }
+  if (o_.pacing != Pacing::max) {
+    const std::uint64_t due = due_time(feed_elapsed);
+    if (due > Clock::now()) {
+      // Not due yet: send what is due, then wait for this one's time (open loop).
+      if (pending_ != 0) {
+        const Tick keep = send;
+        if (!publish_pending()) return false;
+        out_[0] = keep;
+      }
+      if (!wait_until(due, t.exch_ts)) {
+        stats_.stopped = true;
+        return false;
+      }
+    }
+    due_[pending_] = due;
+  }
+  return ++pending_ != out_.size() || publish_pending();
+}
+
 void Replayer::run(const std::atomic<bool>* stop,
                    const std::function<void(const ProgressLine&)>& progress) {
   const Clock& clock = Clock::instance();
-  const std::uint64_t start = Clock::now();
+  start_ = Clock::now();
   const double tpn = clock.ticks_per_ns();
-  const std::uint64_t end =
-      o_.duration.count() > 0
-          ? start + clock.ns_to_ticks(static_cast<double>(o_.duration.count()) * 1e6)
-          : ~std::uint64_t{0};
+  end_ = o_.duration.count() > 0
+             ? start_ + clock.ns_to_ticks(static_cast<double>(o_.duration.count()) * 1e6)
+             : ~std::uint64_t{0};
   stop_ = stop;
-  end_ = end;
+  progress_ = &progress;
   // Sleeps before a send time wake up within the kSpinNs left to spin, not the default 50 us late.
   (void)::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   // The elapsed time is kept also when bad input ends the run with an exception.
@@ -313,50 +381,17 @@ void Replayer::run(const std::atomic<bool>* stop,
     Stats& s;
     std::uint64_t t0;
     ~Elapsed() { s.elapsed_s = Clock::instance().to_ns(Clock::now() - t0) * 1e-9; }
-  } elapsed{stats_, start};
-  const double feed_factor = tpn / o_.speed;       // clock ticks per feed nanosecond
-  const double rate_period = tpn * 1e9 / o_.rate;  // clock ticks from one tick to the next
-  const std::uint64_t progress_every = clock.ns_to_ticks(500e6);
-  const std::uint64_t long_wait = clock.ns_to_ticks(1e9);  // a wait this long is worth a line
-  std::uint64_t next_progress = start + progress_every;
-  std::uint64_t last_progress = start;
-  std::uint64_t last_read = 0;
+  } elapsed{stats_, start_};
+  feed_factor_ = tpn / o_.speed;       // clock ticks per feed nanosecond
+  rate_period_ = tpn * 1e9 / o_.rate;  // clock ticks from one tick to the next
+  next_progress_ = start_ + clock.ns_to_ticks(500e6);
+  last_progress_ = start_;
+  last_read_ = 0;
+  schedule_ = FeedSchedule(static_cast<std::uint64_t>(o_.max_gap.count()));
+  last_due_ = start_;
+  index_ = 0;
 
-  // Control work (stop, duration, progress), every batch and while waiting for a tick's time.
-  // Returns false when the run must end.
-  auto control = [&](std::uint64_t now) {
-    if (stop != nullptr && stop->load(std::memory_order_relaxed)) return false;
-    if (now >= end) return false;
-    if (progress && (now >= next_progress || announce_wait_)) {
-      announce_wait_ = false;
-      const feed::Progress p = src_.progress();
-      ProgressLine line;
-      line.msgs_per_s = static_cast<double>(stats_.ticks_read - last_read) /
-                        std::max(clock.to_ns(now - last_progress) * 1e-9, 1e-9);
-      line.percent = p.total != 0
-                         ? 100.0 * static_cast<double>(p.done) / static_cast<double>(p.total)
-                         : -1;
-      line.lag_p99_ns = window_lag_.value_at_percentile(99.0);
-      line.lag_max_ns = window_lag_.max();
-      line.published = pub_.counters().published;
-      if (waiting_until_ > now + long_wait) {
-        line.wait_ns = static_cast<std::uint64_t>(clock.to_ns(waiting_until_ - now));
-        line.wait_feed_ts = waiting_ts_;
-      }
-      progress(line);
-      window_lag_.reset();
-      last_read = stats_.ticks_read;
-      last_progress = now;
-      next_progress = now + progress_every;
-    }
-    return true;
-  };
-
-  FeedSchedule schedule(static_cast<std::uint64_t>(o_.max_gap.count()));
-  std::uint64_t last_due = start;
-  std::uint64_t index = 0;  // ticks scheduled so far (rate pacing)
   bool running = true;
-
   while (running) {
     if (!control(Clock::now())) {
       stats_.stopped = true;
@@ -368,62 +403,15 @@ void Replayer::run(const std::atomic<bool>* stop,
       continue;  // the source did a bounded amount of work and found nothing yet
     }
     if (!book_ && o_.pacing == Pacing::max) {
-      // As fast as possible, ticks as read: publish the read buffer itself, no copy.
-      for (std::size_t i = 0; i < n; ++i) ++stats_.by_kind[static_cast<std::uint8_t>(in_[i].kind) & 15u];
-      stats_.ticks_read += n;
-      std::swap(in_, out_);
-      pending_ = n;
-      if (!publish_pending()) running = false;
-      std::swap(in_, out_);
+      running = publish_as_read(n);
       continue;
     }
-    for (std::size_t i = 0; i < n && running; ++i) {
-      const Tick& t = in_[i];
-      ++stats_.ticks_read;
-      ++stats_.by_kind[static_cast<std::uint8_t>(t.kind) & 15u];
-      // Every tick read moves the feed's clock, also one the book turns into no quote: gaps are
-      // between consecutive feed timestamps.
-      const std::uint64_t feed_elapsed = o_.pacing == Pacing::feed ? schedule.elapsed(t.exch_ts) : 0;
-      Tick& send = out_[pending_];
-      if (book_ && t.kind >= TickKind::Add && t.kind <= TickKind::Execute) {
-        if (!book_->apply(t, send)) continue;  // top of book unchanged: nothing to send
-      } else {
-        send = t;
-      }
-      if (o_.pacing != Pacing::max) {
-        std::uint64_t due;
-        if (o_.pacing == Pacing::feed) {
-          due = start + static_cast<std::uint64_t>(static_cast<double>(feed_elapsed) * feed_factor);
-        } else {
-          due = start + static_cast<std::uint64_t>(static_cast<double>(index) * rate_period);
-        }
-        ++index;
-        due = std::max(due, last_due);  // a feed whose clock steps back keeps its order
-        last_due = due;
-        if (due > Clock::now()) {
-          // Not due yet: send what is due, then wait for this one's time (open loop).
-          if (pending_ != 0) {
-            const Tick keep = send;
-            if (!publish_pending()) {
-              running = false;
-              break;
-            }
-            out_[0] = keep;
-          }
-          if (!wait_until(due, t.exch_ts, control)) {
-            stats_.stopped = true;
-            running = false;
-            break;
-          }
-        }
-        due_[pending_] = due;
-      }
-      if (++pending_ == out_.size() && !publish_pending()) running = false;
-    }
+    for (std::size_t i = 0; i < n && running; ++i) running = take(in_[i]);
     if (running && !publish_pending()) running = false;
   }
   if (running) (void)publish_pending();
   pending_ = 0;
+  progress_ = nullptr;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -449,16 +437,10 @@ const feed::SymbolDirectory* symbols(const feed::TickSource& src) {
   return nullptr;
 }
 
-}  // namespace
-
-Report make_report(const Options& o, const feed::TickSource& src, const Replayer& r,
-                   const Publisher& pub, const std::vector<SubscriberStatus>& subscribers) {
-  const Stats& st = r.stats();
-  const PublisherCounters& pc = pub.counters();
-  Report rep;
+// The report's sections, in the order they are printed.
+void report_input(Report& rep, const Options& o, const feed::TickSource& src, const Publisher& pub) {
   nlohmann::json& j = rep.json;
   std::string& t = rep.text;
-
   t += "input: " + src.name() + "\n";
   j["input"] = src.name();
   j["transport"] = to_string(pub.config().transport);
@@ -466,8 +448,12 @@ Report make_report(const Options& o, const feed::TickSource& src, const Replayer
   j["pacing"] = to_string(o.pacing);
   if (o.pacing == Pacing::feed) j["speed"] = o.speed;
   if (o.pacing == Pacing::rate) j["rate"] = o.rate;
+}
 
-  // Messages by type: ITCH types for ITCH inputs, tick kinds otherwise.
+// Messages by type (ITCH inputs), then ticks read by kind.
+void report_messages(Report& rep, const feed::TickSource& src, const Stats& st) {
+  nlohmann::json& j = rep.json;
+  std::string& t = rep.text;
   if (const feed::ItchCounts* c = itch_counts(src)) {
     t += fmt("messages: %" PRIu64 " valid ITCH 5.0 messages\n", c->messages);
     nlohmann::json by = nlohmann::json::object();
@@ -494,6 +480,11 @@ Report make_report(const Options& o, const feed::TickSource& src, const Replayer
     j["ticks_read"] = st.ticks_read;
     j["ticks_by_kind"] = by;
   }
+}
+
+void report_capture(Report& rep, const feed::TickSource& src) {
+  nlohmann::json& j = rep.json;
+  std::string& t = rep.text;
   if (const auto* p = dynamic_cast<const feed::PcapMoldReader*>(&src)) {
     const feed::PcapCounts& cc = p->capture_counts();
     const feed::mold::SequenceTracker& sq = p->sequence();
@@ -514,6 +505,11 @@ Report make_report(const Options& o, const feed::TickSource& src, const Replayer
                     {"heartbeats", sq.heartbeats()}, {"gaps", sq.gap_count()},
                     {"missing", sq.missing()}, {"duplicates", sq.duplicates()}};
   }
+}
+
+void report_bad_input(Report& rep, const feed::TickSource& src) {
+  nlohmann::json& j = rep.json;
+  std::string& t = rep.text;
   const feed::ErrorCounts& e = src.errors();
   if (e.total() != 0 || !src.first_error().empty()) {
     t += fmt("bad input skipped: %" PRIu64 " (truncated %" PRIu64 ", bad length %" PRIu64
@@ -524,7 +520,12 @@ Report make_report(const Options& o, const feed::TickSource& src, const Replayer
   j["bad_input"] = {{"total", e.total()}, {"truncated", e.truncated}, {"bad_length", e.bad_length},
                     {"unknown_type", e.unknown_type}, {"bad_packet", e.bad_packet},
                     {"bad_line", e.bad_line}, {"first", src.first_error()}};
+}
 
+// What was published, how often back-pressure held it, and the lag behind schedule.
+void report_publishing(Report& rep, const Options& o, const Stats& st, const PublisherCounters& pc) {
+  nlohmann::json& j = rep.json;
+  std::string& t = rep.text;
   const double rate = st.elapsed_s > 0 ? static_cast<double>(st.ticks_read) / st.elapsed_s : 0;
   t += fmt("published: %" PRIu64 " ticks%s in %.3f s (%.2f M input msgs/s), %" PRIu64
            " while no subscriber was attached\n",
@@ -549,7 +550,11 @@ Report make_report(const Options& o, const feed::TickSource& src, const Replayer
              s.p50_ns / 1e3, s.p99_ns / 1e3, s.p9999_ns / 1e3, s.max_ns / 1e3);
     j["lag"] = to_json(s);
   }
+}
 
+void report_subscribers(Report& rep, const std::vector<SubscriberStatus>& subscribers) {
+  nlohmann::json& j = rep.json;
+  std::string& t = rep.text;
   t += fmt("subscribers: %zu\n", subscribers.size());
   nlohmann::json subs = nlohmann::json::array();
   for (const SubscriberStatus& s : subscribers) {
@@ -563,38 +568,55 @@ Report make_report(const Options& o, const feed::TickSource& src, const Replayer
                     {"position", s.position}, {"lag", s.lag}, {"back_pressure", s.back_pressure}});
   }
   j["subscribers"] = subs;
+}
 
-  if (const feed::OrderBook* b = r.book()) {
-    const feed::BookCounts& bc = b->counts();
-    t += fmt("book: %zu live orders; quotes %" PRIu64 ", unknown references %" PRIu64
-             ", duplicate adds %" PRIu64 ", overfills %" PRIu64 "\n",
-             b->live_orders(), bc.quotes, bc.unknown_refs, bc.duplicate_adds, bc.overfills);
-    const feed::SymbolDirectory* dir = symbols(src);
-    std::vector<std::uint32_t> ins = b->instruments();
-    std::stable_sort(ins.begin(), ins.end(), [&](std::uint32_t a, std::uint32_t c) {
-      return b->live_orders(a) > b->live_orders(c);
-    });
-    constexpr std::size_t kShown = 20;
-    t += fmt("  %-10s %-8s %8s %22s %22s\n", "instrument", "symbol", "orders", "best bid", "best ask");
-    nlohmann::json books = nlohmann::json::array();
-    for (std::size_t i = 0; i < ins.size(); ++i) {
-      const std::uint32_t id = ins[i];
-      const feed::TopOfBook top = b->top(id);
-      const std::string sym = dir != nullptr ? std::string(dir->symbol(id)) : std::string();
-      const std::string bid = top.has_bid() ? fmt("%" PRIu64 " @ ", top.bid.qty) + price_text(top.bid.price) : "-";
-      const std::string ask = top.has_ask() ? fmt("%" PRIu64 " @ ", top.ask.qty) + price_text(top.ask.price) : "-";
-      if (i < kShown) {
-        t += fmt("  %-10u %-8s %8zu %22s %22s\n", id, sym.c_str(), b->live_orders(id), bid.c_str(), ask.c_str());
-      }
-      nlohmann::json one = {{"instrument", id}, {"symbol", sym}, {"live_orders", b->live_orders(id)}};
-      if (top.has_bid()) one["bid"] = {{"price", top.bid.price}, {"qty", top.bid.qty}, {"orders", top.bid.orders}};
-      if (top.has_ask()) one["ask"] = {{"price", top.ask.price}, {"qty", top.ask.qty}, {"orders", top.ask.orders}};
-      books.push_back(one);
+// The book at the end: counts, then the instruments with the most live orders first.
+void report_book(Report& rep, const feed::OrderBook* b, const feed::TickSource& src) {
+  nlohmann::json& j = rep.json;
+  std::string& t = rep.text;
+  const feed::BookCounts& bc = b->counts();
+  t += fmt("book: %zu live orders; quotes %" PRIu64 ", unknown references %" PRIu64
+           ", duplicate adds %" PRIu64 ", overfills %" PRIu64 "\n",
+           b->live_orders(), bc.quotes, bc.unknown_refs, bc.duplicate_adds, bc.overfills);
+  const feed::SymbolDirectory* dir = symbols(src);
+  std::vector<std::uint32_t> ins = b->instruments();
+  std::stable_sort(ins.begin(), ins.end(), [&](std::uint32_t a, std::uint32_t c) {
+    return b->live_orders(a) > b->live_orders(c);
+  });
+  constexpr std::size_t kShown = 20;
+  t += fmt("  %-10s %-8s %8s %22s %22s\n", "instrument", "symbol", "orders", "best bid", "best ask");
+  nlohmann::json books = nlohmann::json::array();
+  for (std::size_t i = 0; i < ins.size(); ++i) {
+    const std::uint32_t id = ins[i];
+    const feed::TopOfBook top = b->top(id);
+    const std::string sym = dir != nullptr ? std::string(dir->symbol(id)) : std::string();
+    const std::string bid = top.has_bid() ? fmt("%" PRIu64 " @ ", top.bid.qty) + price_text(top.bid.price) : "-";
+    const std::string ask = top.has_ask() ? fmt("%" PRIu64 " @ ", top.ask.qty) + price_text(top.ask.price) : "-";
+    if (i < kShown) {
+      t += fmt("  %-10u %-8s %8zu %22s %22s\n", id, sym.c_str(), b->live_orders(id), bid.c_str(), ask.c_str());
     }
-    if (ins.size() > kShown) t += fmt("  ... %zu more instruments (see --json)\n", ins.size() - kShown);
-    j["book"] = {{"live_orders", b->live_orders()}, {"quotes", bc.quotes},
-                 {"unknown_refs", bc.unknown_refs}, {"instruments", books}};
+    nlohmann::json one = {{"instrument", id}, {"symbol", sym}, {"live_orders", b->live_orders(id)}};
+    if (top.has_bid()) one["bid"] = {{"price", top.bid.price}, {"qty", top.bid.qty}, {"orders", top.bid.orders}};
+    if (top.has_ask()) one["ask"] = {{"price", top.ask.price}, {"qty", top.ask.qty}, {"orders", top.ask.orders}};
+    books.push_back(one);
   }
+  if (ins.size() > kShown) t += fmt("  ... %zu more instruments (see --json)\n", ins.size() - kShown);
+  j["book"] = {{"live_orders", b->live_orders()}, {"quotes", bc.quotes},
+               {"unknown_refs", bc.unknown_refs}, {"instruments", books}};
+}
+
+}  // namespace
+
+Report make_report(const Options& o, const feed::TickSource& src, const Replayer& r,
+                   const Publisher& pub, const std::vector<SubscriberStatus>& subscribers) {
+  Report rep;
+  report_input(rep, o, src, pub);
+  report_messages(rep, src, r.stats());
+  report_capture(rep, src);
+  report_bad_input(rep, src);
+  report_publishing(rep, o, r.stats(), pub.counters());
+  report_subscribers(rep, subscribers);
+  if (const feed::OrderBook* b = r.book()) report_book(rep, b, src);
   return rep;
 }
 

@@ -114,12 +114,6 @@ void validate(const Options& o);  // throws Error(config_error) naming the key
 // The source of ticks for `o`: the file, or the synthetic generator.
 [[nodiscard]] std::unique_ptr<feed::TickSource> open_input(const Options& o);
 
-// Serves the publisher until `n` subscribers are active, `timeout` passes or `stop` is set;
-// returns how many are active.
-std::uint32_t wait_for_subscribers(Publisher& pub, std::uint32_t n,
-                                   std::chrono::milliseconds timeout,
-                                   const std::atomic<bool>* stop = nullptr);
-
 struct Stats {
   std::uint64_t ticks_read = 0;          // ticks from the source
   std::uint64_t by_kind[16] = {};        // ticks read, by TickKind
@@ -171,10 +165,18 @@ class Replayer {
   // the duration ended the run while it was held back.
   bool publish_pending();
   // Waits until clock time `due` for the tick of feed time `feed_ts`: sleeps, serving the
-  // publisher, then spins the last microseconds. Calls `control` at least every kMaxSleepNs and
+  // publisher, then spins the last microseconds. Calls control() at least every kMaxSleepNs and
   // every 1024 spins; false when it says the run must end.
-  template <class Control>
-  bool wait_until(std::uint64_t due, std::uint64_t feed_ts, Control& control);
+  bool wait_until(std::uint64_t due, std::uint64_t feed_ts);
+  // Stop request, duration and progress line: every batch and while waiting for a tick's
+  // time. False when the run must end.
+  bool control(std::uint64_t now);
+  void report_progress(std::uint64_t now);
+  // Pacing max without a book: the batch as read; false when the run must end.
+  bool publish_as_read(std::size_t n);
+  // One tick read: counted, through the book, paced, queued; false when the run must end.
+  bool take(const Tick& t);
+  std::uint64_t due_time(std::uint64_t feed_elapsed);
 
   Options o_;
   feed::TickSource& src_;
@@ -190,6 +192,16 @@ class Replayer {
   std::uint64_t waiting_until_ = 0;  // clock ticks: the send time being waited for (0: none)
   std::uint64_t waiting_ts_ = 0;     // its tick's feed timestamp
   bool announce_wait_ = false;       // a long wait began: show it on the progress line now
+  // The run's clock and pacing (clock ticks), set by run().
+  const std::function<void(const ProgressLine&)>* progress_ = nullptr;
+  std::uint64_t start_ = 0;
+  std::uint64_t next_progress_ = 0, last_progress_ = 0;
+  std::uint64_t last_read_ = 0;  // ticks_read at the last progress line
+  double feed_factor_ = 0;       // clock ticks per feed nanosecond (pacing feed)
+  double rate_period_ = 0;       // clock ticks from one tick to the next (pacing rate)
+  FeedSchedule schedule_;
+  std::uint64_t last_due_ = 0;
+  std::uint64_t index_ = 0;  // ticks scheduled so far (pacing rate)
 };
 
 // The end-of-run report: input and messages by type, ticks published, back-pressure events,

@@ -108,7 +108,7 @@ struct SubscriberConfig {
   std::chrono::milliseconds publisher_timeout{1000};  // silence after which the publisher is gone
   std::uint32_t ring_capacity = 0;  // 0: accept the channel's; else must match it
   bool lock_memory = false;
-  IdleKind idle = IdleKind::busy_spin;  // for the library's own waits (wait_active)
+  IdleKind idle = IdleKind::backoff;  // how wait_active() idles between looks
   std::string shm_dir = "/dev/shm";  // where the channel's socket lives
   // shm: whose channel we trust, checked against the kernel's word for the publisher process
   // (SO_PEERCRED) and the channel socket's owner. Our own user and root always are; add user

@@ -5,6 +5,8 @@
 // The transport is chosen by PublisherConfig::transport; the API is the same for all.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -54,6 +56,11 @@ class Publisher {
   // publish() does this too; call it from an idle publishing loop so that subscribers become
   // active before the next tick. Same thread as publish().
   void service() noexcept;
+  // Serves subscriber changes (service()) until at least `n` subscribers are active, `timeout`
+  // has passed or `*stop` turns true, sleeping a millisecond between looks; returns how many
+  // are active then (>= n: reached). Bounded; same thread as publish().
+  std::uint32_t wait_subscribers(std::uint32_t n, std::chrono::milliseconds timeout,
+                                 const std::atomic<bool>* stop = nullptr);
 
   [[nodiscard]] std::uint64_t next_sequence() const noexcept;
   [[nodiscard]] std::uint32_t subscriber_count() const noexcept;  // active ones, fast

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -46,8 +47,15 @@ class TickSink {
 class Subscriber {
  public:
   // Attaches (throws Error: bad config; channel missing after attach_timeout, of another
-  // version, truncated or full; geometry mismatch).
+  // version, truncated or full; geometry mismatch). With attach_timeout > 0 a publisher that is
+  // not there yet or vanished (not_found, peer_gone, timed_out, a reset connection; over RDMA
+  // also rejected, which is how "nobody listening yet" comes back) is tried again every 20 ms until attach_timeout
+  // has passed; then the last failure is thrown. Other failures are thrown at once.
   explicit Subscriber(const SubscriberConfig& config);
+  // The same, calling `between_attempts()` about every millisecond while it waits to try again:
+  // e.g. to serve a Publisher of one's own whose far end publishes the awaited channel only
+  // once subscribed to it (ping-pong). What it throws ends the attach.
+  Subscriber(const SubscriberConfig& config, const std::function<void()>& between_attempts);
   ~Subscriber();
   Subscriber(Subscriber&&) noexcept;
   Subscriber& operator=(Subscriber&&) noexcept;
@@ -89,6 +97,7 @@ class Subscriber {
   void close() noexcept;
 
  private:
+  void start(const SubscriberConfig& config);  // counters, and the ring if already served
   std::size_t poll_indirect(detail::TickSink sink, std::size_t limit) noexcept;
   void return_credit() noexcept;
   void adopt_ring() noexcept;

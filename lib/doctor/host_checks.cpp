@@ -301,45 +301,167 @@ std::vector<Finding> check_locked_memory(const Options& o) {
   return out;
 }
 
+namespace {
+
+// The host's cpu sets (sysfs and the kernel command line) and the boot-line fix for the cpus
+// asked about.
+struct CpuSets {
+  std::vector<int> online, isolated, nohz, nocbs;
+  std::vector<int> boot_isolated;  // isolated, plus isolcpus= of the command line
+  std::string boot_fix;
+};
+
+CpuSets read_cpu_sets(const HostFs& fs, const Options& o) {
+  CpuSets c;
+  c.online = cpus_or_empty(fs.line("sys/devices/system/cpu/online"));
+  c.isolated = cpus_or_empty(fs.line("sys/devices/system/cpu/isolated"));
+  c.nohz = cpus_or_empty(fs.line("sys/devices/system/cpu/nohz_full"));
+  const std::string cmdline = fs.line("proc/cmdline").value_or("");
+  c.nocbs = cpus_or_empty(cmdline_param(cmdline, "rcu_nocbs"));
+  c.boot_isolated = c.isolated;
+  if (const auto iso = cmdline_param(cmdline, "isolcpus")) {
+    const std::vector<int> more = cpus_or_empty(isolcpus_list(*iso));
+    c.boot_isolated.insert(c.boot_isolated.end(), more.begin(), more.end());
+    std::sort(c.boot_isolated.begin(), c.boot_isolated.end());
+  }
+  const std::string l = o.cpus.empty() ? std::string("<cpus>") : format_cpu_list(o.cpus);
+  c.boot_fix = "add `isolcpus=" + l + " nohz_full=" + l + " rcu_nocbs=" + l +
+               "` to GRUB_CMDLINE_LINUX in /etc/default/grub, then `update-grub` and reboot";
+  return c;
+}
+
+std::string list_or_none(const std::vector<int>& cpus) {
+  return cpus.empty() ? std::string("none") : format_cpu_list(cpus);
+}
+
+// No cpus named: one line on what the host isolates.
+Finding isolation_summary(const CpuSets& c) {
+  const std::string msg = "isolated: " + list_or_none(c.isolated) + "; nohz_full: " + list_or_none(c.nohz) +
+                          "; rcu_nocbs: " + list_or_none(c.nocbs) +
+                          " (name the hot threads' cores with --cpus to check them)";
+  const bool none = c.isolated.empty() && c.boot_isolated.empty();
+  return finding("cpu.isolated", "host", none ? Level::warn : Level::info, msg, none ? c.boot_fix : "");
+}
+
+// Isolated from the scheduler, no scheduler tick, RCU callbacks elsewhere.
+void check_isolation(std::vector<Finding>& out, int cpu, const std::string& subj, const CpuSets& c) {
+  if (has(c.isolated, cpu)) {
+    out.push_back(finding("cpu.isolated", subj, Level::ok, "isolated from the scheduler"));
+  } else {
+    out.push_back(finding("cpu.isolated", subj, Level::warn,
+                          "not isolated: other tasks may run on it (isolated: " + list_or_none(c.isolated) + ")",
+                          c.boot_fix));
+  }
+  if (has(c.nohz, cpu)) {
+    out.push_back(finding("cpu.nohz_full", subj, Level::ok, "in nohz_full: no scheduler tick while one task runs"));
+  } else {
+    out.push_back(finding("cpu.nohz_full", subj, Level::warn,
+                          "not in nohz_full: the scheduler tick interrupts it (250-1000 times a second)",
+                          c.boot_fix));
+  }
+  // nohz_full cpus have their RCU callbacks offloaded too.
+  if (has(c.nocbs, cpu) || has(c.nohz, cpu)) {
+    out.push_back(finding("cpu.rcu_nocbs", subj, Level::ok,
+                          has(c.nocbs, cpu) ? "RCU callbacks offloaded (rcu_nocbs)"
+                                            : "RCU callbacks offloaded (implied by nohz_full)"));
+  } else {
+    out.push_back(finding("cpu.rcu_nocbs", subj, Level::warn,
+                          "RCU callbacks run on it (not in rcu_nocbs= of the kernel command line)", c.boot_fix));
+  }
+}
+
+Finding governor_finding(const HostFs& fs, int cpu, const std::string& subj) {
+  const std::string gov = cpu_governor(cpu, fs.root());
+  if (gov.empty()) {
+    return finding("cpu.governor", subj, Level::info, "no cpufreq governor (fixed frequency, or a virtual machine)");
+  }
+  if (gov == "performance") return finding("cpu.governor", subj, Level::ok, "governor performance");
+  return finding("cpu.governor", subj, Level::warn,
+                 "governor " + gov + ": the clock ramps down when idle and up on load",
+                 "cpupower -c " + std::to_string(cpu) + " frequency-set -g performance");
+}
+
+std::string percent(double fraction) {
+  char pct[16];
+  std::snprintf(pct, sizeof pct, "%.0f%%", fraction * 100);
+  return pct;
+}
+
+// /proc/stat before and after the sample, for the SMT siblings' load.
+struct StatSample {
+  std::string before, after;
+};
+
+// SMT siblings share the core's execution units and caches.
+void check_smt(std::vector<Finding>& out, const HostFs& fs, const Options& o, int cpu, const std::string& subj,
+               const std::vector<int>& online, const StatSample& stat) {
+  const std::string cpudir = "sys/devices/system/cpu/cpu" + std::to_string(cpu);
+  const std::vector<int> sibs = cpus_or_empty(fs.line(cpudir + "/topology/thread_siblings_list"));
+  bool any = false;
+  for (const int s : sibs) {
+    if (s == cpu) continue;
+    any = true;
+    const std::string sname = "cpu " + std::to_string(s);
+    const std::string off = "echo 0 > /sys/devices/system/cpu/cpu" + std::to_string(s) + "/online";
+    if (std::find(o.cpus.begin(), o.cpus.end(), s) != o.cpus.end()) {
+      out.push_back(finding("cpu.smt", subj, Level::warn,
+                            "its SMT sibling " + sname + " is also a hot cpu: the two threads share one core",
+                            "put hot threads on different physical cores"));
+    } else if (!online.empty() && !has(online, s)) {
+      out.push_back(finding("cpu.smt", subj, Level::ok, "SMT sibling " + sname + " is offline"));
+    } else if (const auto busy = cpu_busy(stat.before, stat.after, s); busy && *busy > 0.10) {
+      out.push_back(finding("cpu.smt", subj, Level::warn,
+                            "SMT sibling " + sname + " is busy (" + percent(*busy) + " over the sample): "
+                            "its work slows this core's",
+                            "keep " + sname + " idle (isolate it too), or `" + off + "`"));
+    } else {
+      const std::string idle = "SMT sibling " + sname + " is online" +
+                               (busy ? " and idle (" + percent(*busy) + " busy over the sample)"
+                                     : std::string(" (its load could not be measured)"));
+      out.push_back(finding("cpu.smt", subj, Level::info, idle, "to be sure: `" + off + "`"));
+    }
+  }
+  if (!any) out.push_back(finding("cpu.smt", subj, Level::ok, "no SMT sibling"));
+}
+
+// NUMA: the core against each RDMA device.
+void check_numa(std::vector<Finding>& out, const HostFs& fs, int cpu, const std::string& subj,
+                const std::vector<std::pair<std::string, int>>& nic_nodes) {
+  const int cnode = node_of_cpu(fs, cpu);
+  for (const auto& [dev, dnode] : nic_nodes) {
+    if (dnode < 0 || cnode < 0) {
+      out.push_back(finding("cpu.numa", subj, Level::info,
+                            dev + " reports no NUMA node" + (cnode < 0 ? " (nor does the cpu)" : "")));
+    } else if (dnode == cnode) {
+      out.push_back(finding("cpu.numa", subj, Level::ok, "node " + std::to_string(cnode) + ", same as " + dev));
+    } else {
+      out.push_back(finding("cpu.numa", subj, Level::warn,
+                            "node " + std::to_string(cnode) + ", but " + dev + " is on node " +
+                                std::to_string(dnode) + ": every tick crosses the interconnect",
+                            "use cpus of node " + std::to_string(dnode) + ": " +
+                                fs.line("sys/devices/system/node/node" + std::to_string(dnode) + "/cpulist").value_or("?")));
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<Finding> check_cpus(const Options& o) {
   const HostFs fs(o.root);
   std::vector<Finding> out;
-  const std::vector<int> online = cpus_or_empty(fs.line("sys/devices/system/cpu/online"));
-  const std::vector<int> isolated = cpus_or_empty(fs.line("sys/devices/system/cpu/isolated"));
-  const std::vector<int> nohz = cpus_or_empty(fs.line("sys/devices/system/cpu/nohz_full"));
-  const std::string cmdline = fs.line("proc/cmdline").value_or("");
-  const std::vector<int> nocbs = cpus_or_empty(cmdline_param(cmdline, "rcu_nocbs"));
-  std::vector<int> boot_isolated = isolated;
-  if (const auto iso = cmdline_param(cmdline, "isolcpus")) {
-    const std::vector<int> more = cpus_or_empty(isolcpus_list(*iso));
-    boot_isolated.insert(boot_isolated.end(), more.begin(), more.end());
-    std::sort(boot_isolated.begin(), boot_isolated.end());
-  }
-  const std::string boot_fix_for = [&] {
-    const std::string l = o.cpus.empty() ? std::string("<cpus>") : format_cpu_list(o.cpus);
-    return "add `isolcpus=" + l + " nohz_full=" + l + " rcu_nocbs=" + l +
-           "` to GRUB_CMDLINE_LINUX in /etc/default/grub, then `update-grub` and reboot";
-  }();
-
-  if (o.cpus.empty()) {
-    std::string msg = "isolated: " + (isolated.empty() ? std::string("none") : format_cpu_list(isolated)) +
-                      "; nohz_full: " + (nohz.empty() ? std::string("none") : format_cpu_list(nohz)) +
-                      "; rcu_nocbs: " + (nocbs.empty() ? std::string("none") : format_cpu_list(nocbs)) +
-                      " (name the hot threads' cores with --cpus to check them)";
-    out.push_back(finding("cpu.isolated", "host", isolated.empty() && boot_isolated.empty() ? Level::warn : Level::info,
-                          msg, isolated.empty() && boot_isolated.empty() ? boot_fix_for : ""));
-  }
+  const CpuSets sets = read_cpu_sets(fs, o);
+  if (o.cpus.empty()) out.push_back(isolation_summary(sets));
 
   // SMT sibling load: /proc/stat twice.
-  std::string stat_before, stat_after;
+  StatSample stat;
   if (!o.cpus.empty()) {
-    stat_before = fs.text("proc/stat").value_or("");
+    stat.before = fs.text("proc/stat").value_or("");
     if (o.between_samples) {
       o.between_samples();
     } else {
       std::this_thread::sleep_for(o.busy_sample);
     }
-    stat_after = fs.text("proc/stat").value_or("");
+    stat.after = fs.text("proc/stat").value_or("");
   }
 
   const std::vector<std::string> node_dirs = nodes(fs);
@@ -350,106 +472,21 @@ std::vector<Finding> check_cpus(const Options& o) {
 
   for (const int cpu : o.cpus) {
     const std::string subj = "cpu " + std::to_string(cpu);
-    const std::string cpudir = "sys/devices/system/cpu/cpu" + std::to_string(cpu);
-    if (!online.empty() && !has(online, cpu)) {
+    if (!sets.online.empty() && !has(sets.online, cpu)) {
+      const bool exists = fs.exists("sys/devices/system/cpu/cpu" + std::to_string(cpu));
       out.push_back(finding("cpu.online", subj, Level::fail,
-                            fs.exists(cpudir) ? "offline" : "no such cpu (online: " + format_cpu_list(online) + ")",
-                            fs.exists(cpudir) ? "echo 1 > /sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/online"
-                                              : "pick an online cpu"));
+                            exists ? "offline" : "no such cpu (online: " + format_cpu_list(sets.online) + ")",
+                            exists ? "echo 1 > /sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/online"
+                                   : "pick an online cpu"));
       continue;
     }
-    if (has(isolated, cpu)) {
-      out.push_back(finding("cpu.isolated", subj, Level::ok, "isolated from the scheduler"));
-    } else {
-      out.push_back(finding("cpu.isolated", subj, Level::warn,
-                            "not isolated: other tasks may run on it (isolated: " +
-                                (isolated.empty() ? std::string("none") : format_cpu_list(isolated)) + ")",
-                            boot_fix_for));
-    }
-    if (has(nohz, cpu)) {
-      out.push_back(finding("cpu.nohz_full", subj, Level::ok, "in nohz_full: no scheduler tick while one task runs"));
-    } else {
-      out.push_back(finding("cpu.nohz_full", subj, Level::warn,
-                            "not in nohz_full: the scheduler tick interrupts it (250-1000 times a second)",
-                            boot_fix_for));
-    }
-    // nohz_full cpus have their RCU callbacks offloaded too.
-    if (has(nocbs, cpu) || has(nohz, cpu)) {
-      out.push_back(finding("cpu.rcu_nocbs", subj, Level::ok,
-                            has(nocbs, cpu) ? "RCU callbacks offloaded (rcu_nocbs)"
-                                            : "RCU callbacks offloaded (implied by nohz_full)"));
-    } else {
-      out.push_back(finding("cpu.rcu_nocbs", subj, Level::warn,
-                            "RCU callbacks run on it (not in rcu_nocbs= of the kernel command line)",
-                            boot_fix_for));
-    }
-    const std::string gov = cpu_governor(cpu, fs.root());
-    if (gov.empty()) {
-      out.push_back(finding("cpu.governor", subj, Level::info,
-                            "no cpufreq governor (fixed frequency, or a virtual machine)"));
-    } else if (gov == "performance") {
-      out.push_back(finding("cpu.governor", subj, Level::ok, "governor performance"));
-    } else {
-      out.push_back(finding("cpu.governor", subj, Level::warn,
-                            "governor " + gov + ": the clock ramps down when idle and up on load",
-                            "cpupower -c " + std::to_string(cpu) + " frequency-set -g performance"));
-    }
-
-    // SMT siblings share the core's execution units and caches.
-    const std::vector<int> sibs = cpus_or_empty(fs.line(cpudir + "/topology/thread_siblings_list"));
-    bool any = false;
-    for (const int s : sibs) {
-      if (s == cpu) continue;
-      any = true;
-      const std::string sname = "cpu " + std::to_string(s);
-      const std::string off = "echo 0 > /sys/devices/system/cpu/cpu" + std::to_string(s) + "/online";
-      if (std::find(o.cpus.begin(), o.cpus.end(), s) != o.cpus.end()) {
-        out.push_back(finding("cpu.smt", subj, Level::warn,
-                              "its SMT sibling " + sname + " is also a hot cpu: the two threads share one core",
-                              "put hot threads on different physical cores"));
-      } else if (!online.empty() && !has(online, s)) {
-        out.push_back(finding("cpu.smt", subj, Level::ok, "SMT sibling " + sname + " is offline"));
-      } else if (const auto busy = cpu_busy(stat_before, stat_after, s); busy && *busy > 0.10) {
-        char pct[16];
-        std::snprintf(pct, sizeof pct, "%.0f%%", *busy * 100);
-        out.push_back(finding("cpu.smt", subj, Level::warn,
-                              "SMT sibling " + sname + " is busy (" + pct + " over the sample): "
-                              "its work slows this core's",
-                              "keep " + sname + " idle (isolate it too), or `" + off + "`"));
-      } else {
-        std::string idle = "SMT sibling " + sname + " is online";
-        if (busy) {
-          char pct[16];
-          std::snprintf(pct, sizeof pct, "%.0f%%", *busy * 100);
-          idle += " and idle (" + std::string(pct) + " busy over the sample)";
-        } else {
-          idle += " (its load could not be measured)";
-        }
-        out.push_back(finding("cpu.smt", subj, Level::info, idle, "to be sure: `" + off + "`"));
-      }
-    }
-    if (!any) out.push_back(finding("cpu.smt", subj, Level::ok, "no SMT sibling"));
-
-    // NUMA: the core against the NIC.
+    check_isolation(out, cpu, subj, sets);
+    out.push_back(governor_finding(fs, cpu, subj));
+    check_smt(out, fs, o, cpu, subj, sets.online, stat);
     if (node_dirs.size() <= 1) {
       out.push_back(finding("cpu.numa", subj, Level::ok, "single NUMA node"));
-      continue;
-    }
-    const int cnode = node_of_cpu(fs, cpu);
-    for (const auto& [dev, dnode] : nic_nodes) {
-      if (dnode < 0 || cnode < 0) {
-        out.push_back(finding("cpu.numa", subj, Level::info,
-                              dev + " reports no NUMA node" + (cnode < 0 ? " (nor does the cpu)" : "")));
-      } else if (dnode == cnode) {
-        out.push_back(finding("cpu.numa", subj, Level::ok,
-                              "node " + std::to_string(cnode) + ", same as " + dev));
-      } else {
-        out.push_back(finding("cpu.numa", subj, Level::warn,
-                              "node " + std::to_string(cnode) + ", but " + dev + " is on node " +
-                                  std::to_string(dnode) + ": every tick crosses the interconnect",
-                              "use cpus of node " + std::to_string(dnode) + ": " +
-                                  fs.line("sys/devices/system/node/node" + std::to_string(dnode) + "/cpulist").value_or("?")));
-      }
+    } else {
+      check_numa(out, fs, cpu, subj, nic_nodes);
     }
   }
   return out;

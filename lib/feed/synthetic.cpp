@@ -136,10 +136,8 @@ void SyntheticFeed::emit_forced(std::uint32_t i, Tick& t) noexcept {
   if (in.forced == 0) forced_ = kNone;
 }
 
-void SyntheticFeed::next(Tick& t) noexcept {
-  t = Tick{};
-  const std::uint64_t n = produced_++;
-  t.seq = n + 1;
+// The tick's time: a gap around gap_ns, or burst_gap_ns inside a burst on one instrument.
+bool SyntheticFeed::advance_clock(std::uint64_t n) noexcept {
   bool burst = false;
   if (cfg_.burst_every != 0) {
     const std::uint64_t phase = n % cfg_.burst_every;
@@ -147,6 +145,14 @@ void SyntheticFeed::next(Tick& t) noexcept {
     burst = phase < cfg_.burst_length;
   }
   ts_ += burst ? cfg_.burst_gap_ns : cfg_.gap_ns / 2 + below(cfg_.gap_ns + 1);
+  return burst;
+}
+
+void SyntheticFeed::next(Tick& t) noexcept {
+  t = Tick{};
+  const std::uint64_t n = produced_++;
+  t.seq = n + 1;
+  const bool burst = advance_clock(n);
   t.exch_ts = ts_;
 
   // Orders the mid reached execute first, one per tick, before the flow goes on.
@@ -165,111 +171,119 @@ void SyntheticFeed::next(Tick& t) noexcept {
       return;
     }
   }
-  Order* const o = orders_.get() + std::size_t{i} * cfg_.max_orders;
-  enum Action { add, del, exec, cancel, replace, trade };
-  Action a = add;
-  if (in.live >= cfg_.max_orders) {
-    a = del;
-  } else if (in.live > 0) {
-    const std::uint64_t w_add = in.live < cfg_.depth ? 55 : 35;
-    std::uint64_t r = below(w_add + 60);
-    if (r < w_add) {
-      a = add;
-    } else if ((r -= w_add) < 28) {
-      a = del;
-    } else if ((r -= 28) < 12) {
-      a = exec;
-    } else if ((r -= 12) < 8) {
-      a = cancel;
-    } else if ((r -= 8) < 8) {
-      a = replace;
-    } else {
-      a = trade;
-    }
-  }
+  const Action a = pick_action(in);
   const auto k = static_cast<std::uint32_t>(in.live > 0 ? below(in.live) : 0);
   switch (a) {
-    case add: {
-      const Side s = below(2) == 0 ? Side::Buy : Side::Sell;
-      Order& n_o = o[in.live++];
-      n_o = Order{next_ref_++, quote_price(in, s), lot(), s};
-      t.kind = TickKind::Add;
-      t.flags = 'A';
-      t.order_ref = n_o.ref;
-      t.side = s;
-      t.price = n_o.price;
-      t.qty = n_o.qty;
-      return;
-    }
-    case del:
-      t.kind = TickKind::Delete;
-      t.flags = 'D';
-      t.order_ref = o[k].ref;
-      remove(i, k);
-      return;
-    case exec: {
-      // Executions hit the best of a few sampled orders: they happen near the top of the book.
-      std::uint32_t best = k;
-      for (int c = 0; c < 2; ++c) {
-        const auto j = static_cast<std::uint32_t>(below(in.live));
-        const auto dist = [&](std::uint32_t q) {
-          return o[q].side == Side::Buy ? in.mid - o[q].price : o[q].price - in.mid;
-        };
-        if (dist(j) < dist(best)) best = j;
-      }
-      Order& e = o[best];
-      const bool full = e.qty == 1 || below(2) == 0;
-      const std::uint32_t q = full ? e.qty : static_cast<std::uint32_t>(1 + below(e.qty - 1));
-      t.kind = TickKind::Execute;
-      t.flags = 'C' | ('Y' << 8);
-      t.order_ref = e.ref;
-      t.qty = q;
-      t.price = e.price;
-      t.aux = next_match_++;
-      if (full) {
-        remove(i, best);
-      } else {
-        e.qty -= q;
-      }
-      return;
-    }
-    case cancel:
-      if (o[k].qty > 1) {
-        const auto q = static_cast<std::uint32_t>(1 + below(o[k].qty - 1));
-        t.kind = TickKind::Cancel;
-        t.flags = 'X';
-        t.order_ref = o[k].ref;
-        t.qty = q;
-        o[k].qty -= q;
-      } else {
-        t.kind = TickKind::Delete;
-        t.flags = 'D';
-        t.order_ref = o[k].ref;
-        remove(i, k);
-      }
-      return;
-    case replace: {
-      Order& r = o[k];
-      t.kind = TickKind::Modify;
-      t.flags = 'U';
-      t.order_ref = r.ref;
-      r.ref = next_ref_++;
-      r.price = quote_price(in, r.side);
-      r.qty = lot();
-      t.aux = r.ref;
-      t.price = r.price;
-      t.qty = r.qty;
-      return;
-    }
-    case trade:
-      t.kind = TickKind::Trade;
-      t.flags = 'P';
-      t.side = Side::Buy;  // as ITCH 5.0 sends it
-      t.price = in.mid;
-      t.qty = lot();
-      t.aux = next_match_++;
-      return;
+    case Action::add: emit_add(i, t); return;
+    case Action::del: emit_delete(i, k, t); return;
+    case Action::exec: emit_execute(i, k, t); return;
+    case Action::cancel: emit_cancel(i, k, t); return;
+    case Action::replace: emit_replace(i, k, t); return;
+    case Action::trade: emit_trade(in, t); return;
   }
+}
+
+// The event mix: adds while the book is thin, deletes when its slice is full.
+SyntheticFeed::Action SyntheticFeed::pick_action(const Instrument& in) noexcept {
+  if (in.live >= cfg_.max_orders) return Action::del;
+  if (in.live == 0) return Action::add;
+  const std::uint64_t w_add = in.live < cfg_.depth ? 55 : 35;
+  std::uint64_t r = below(w_add + 60);
+  if (r < w_add) return Action::add;
+  if ((r -= w_add) < 28) return Action::del;
+  if ((r -= 28) < 12) return Action::exec;
+  if ((r -= 12) < 8) return Action::cancel;
+  if ((r -= 8) < 8) return Action::replace;
+  return Action::trade;
+}
+
+SyntheticFeed::Order* SyntheticFeed::orders_of(std::uint32_t i) noexcept {
+  return orders_.get() + std::size_t{i} * cfg_.max_orders;
+}
+
+void SyntheticFeed::emit_add(std::uint32_t i, Tick& t) noexcept {
+  Instrument& in = ins_[i];
+  const Side s = below(2) == 0 ? Side::Buy : Side::Sell;
+  Order& o = orders_of(i)[in.live++];
+  o = Order{next_ref_++, quote_price(in, s), lot(), s};
+  t.kind = TickKind::Add;
+  t.flags = 'A';
+  t.order_ref = o.ref;
+  t.side = s;
+  t.price = o.price;
+  t.qty = o.qty;
+}
+
+void SyntheticFeed::emit_delete(std::uint32_t i, std::uint32_t k, Tick& t) noexcept {
+  t.kind = TickKind::Delete;
+  t.flags = 'D';
+  t.order_ref = orders_of(i)[k].ref;
+  remove(i, k);
+}
+
+// Executions hit the best of a few sampled orders: they happen near the top of the book.
+void SyntheticFeed::emit_execute(std::uint32_t i, std::uint32_t k, Tick& t) noexcept {
+  const Instrument& in = ins_[i];
+  Order* const o = orders_of(i);
+  std::uint32_t best = k;
+  for (int c = 0; c < 2; ++c) {
+    const auto j = static_cast<std::uint32_t>(below(in.live));
+    const auto dist = [&](std::uint32_t q) {
+      return o[q].side == Side::Buy ? in.mid - o[q].price : o[q].price - in.mid;
+    };
+    if (dist(j) < dist(best)) best = j;
+  }
+  Order& e = o[best];
+  const bool full = e.qty == 1 || below(2) == 0;
+  const std::uint32_t q = full ? e.qty : static_cast<std::uint32_t>(1 + below(e.qty - 1));
+  t.kind = TickKind::Execute;
+  t.flags = 'C' | ('Y' << 8);
+  t.order_ref = e.ref;
+  t.qty = q;
+  t.price = e.price;
+  t.aux = next_match_++;
+  if (full) {
+    remove(i, best);
+  } else {
+    e.qty -= q;
+  }
+}
+
+// Part of the order's shares; an order of one share is deleted instead.
+void SyntheticFeed::emit_cancel(std::uint32_t i, std::uint32_t k, Tick& t) noexcept {
+  Order& o = orders_of(i)[k];
+  if (o.qty <= 1) {
+    emit_delete(i, k, t);
+    return;
+  }
+  const auto q = static_cast<std::uint32_t>(1 + below(o.qty - 1));
+  t.kind = TickKind::Cancel;
+  t.flags = 'X';
+  t.order_ref = o.ref;
+  t.qty = q;
+  o.qty -= q;
+}
+
+void SyntheticFeed::emit_replace(std::uint32_t i, std::uint32_t k, Tick& t) noexcept {
+  Order& r = orders_of(i)[k];
+  t.kind = TickKind::Modify;
+  t.flags = 'U';
+  t.order_ref = r.ref;
+  r.ref = next_ref_++;
+  r.price = quote_price(ins_[i], r.side);
+  r.qty = lot();
+  t.aux = r.ref;
+  t.price = r.price;
+  t.qty = r.qty;
+}
+
+void SyntheticFeed::emit_trade(const Instrument& in, Tick& t) noexcept {
+  t.kind = TickKind::Trade;
+  t.flags = 'P';
+  t.side = Side::Buy;  // as ITCH 5.0 sends it
+  t.price = in.mid;
+  t.qty = lot();
+  t.aux = next_match_++;
 }
 
 std::size_t SyntheticFeed::read(std::span<Tick> out) {

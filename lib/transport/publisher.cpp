@@ -1,5 +1,7 @@
 #include "tickrail/publisher.hpp"
 
+#include <thread>
+
 #include "core/enum_names.hpp"
 #include "core/stats.hpp"
 #include "transport/transport.hpp"
@@ -54,6 +56,17 @@ PublishResult Publisher::publish(std::span<const Tick> ticks) noexcept {
 void Publisher::service() noexcept {
   (void)impl_->publish(std::span<const Tick>{});
   store_stats();
+}
+std::uint32_t Publisher::wait_subscribers(std::uint32_t n, std::chrono::milliseconds timeout,
+                                          const std::atomic<bool>* stop) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    service();
+    const std::uint32_t have = subscriber_count();
+    if (have >= n || std::chrono::steady_clock::now() >= deadline) return have;
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) return have;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 std::uint64_t Publisher::next_sequence() const noexcept { return impl_->next_sequence(); }
 std::uint32_t Publisher::subscriber_count() const noexcept { return impl_->subscriber_count(); }

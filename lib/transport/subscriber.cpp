@@ -1,9 +1,12 @@
 #include "tickrail/subscriber.hpp"
 
+#include <algorithm>
 #include <thread>
 
 #include "core/enum_names.hpp"
 #include "core/stats.hpp"
+#include "tickrail/error.hpp"
+#include "tickrail/log.hpp"
 #include "transport/transport.hpp"
 
 namespace tickrail {
@@ -26,10 +29,50 @@ stats::EndpointState to_endpoint_state(SubscriberState s) noexcept {
   }
   return stats::EndpointState::closed;
 }
+
+
+// What a later attempt can change: a publisher not there yet (RC: nobody listening at the
+// address), gone (also in the system's words, when it vanished mid-handshake), or not
+// answering. A refusal (rejected: wrong token, channel or address) is final.
+bool worth_retrying(const std::error_code& e) noexcept {
+  return e == Errc::not_found || e == Errc::peer_gone || e == Errc::timed_out ||
+         e == std::errc::connection_reset || e == std::errc::broken_pipe ||
+         e == std::errc::connection_refused;
+}
+
+std::unique_ptr<detail::SubscriberTransport> attach(const SubscriberConfig& config,
+                                                    const std::function<void()>* between) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + config.attach_timeout;
+  SubscriberConfig attempt = config;
+  for (;;) {
+    try {
+      return detail::make_subscriber_transport(attempt);
+    } catch (const Error& e) {
+      if (!worth_retrying(e.code()) || Clock::now() >= deadline) throw;
+      logger()->debug("subscriber: channel '{}': {}; trying again", config.channel, e.what());
+    }
+    for (int i = 0; i < 20 && Clock::now() < deadline; ++i) {
+      if (between != nullptr) (*between)();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    // Each attempt waits (shm: for the channel to appear) only for what is left.
+    attempt.attach_timeout = std::max(std::chrono::milliseconds(0),
+                                      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+  }
+}
 }  // namespace
 
-Subscriber::Subscriber(const SubscriberConfig& config)
-    : impl_(detail::make_subscriber_transport(config)) {
+Subscriber::Subscriber(const SubscriberConfig& config) : impl_(attach(config, nullptr)) {
+  start(config);
+}
+
+Subscriber::Subscriber(const SubscriberConfig& config, const std::function<void()>& between_attempts)
+    : impl_(attach(config, between_attempts ? &between_attempts : nullptr)) {
+  start(config);
+}
+
+void Subscriber::start(const SubscriberConfig& config) {
   if (config.stats) {
     std::string label = config.channel;
     if (config.transport != TransportKind::shm && !config.rdma.address.empty()) {
@@ -85,7 +128,7 @@ const SubscriberConfig& Subscriber::config() const noexcept { return impl_->conf
 
 bool Subscriber::wait_active(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  IdleStrategy idle(IdleKind::backoff);
+  IdleStrategy idle(config().idle);
   for (;;) {
     if (impl_->ready()) {
       adopt_ring();

@@ -56,10 +56,7 @@ struct Channel {
     void* c = ::mmap(nullptr, shm::control_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED, fds[2].get(), 0);
     if (c == MAP_FAILED) std::abort();
     hostile = static_cast<shm::Control*>(c);
-    for (int i = 0; i < 10000 && pub->subscriber_count() < 2; ++i) {
-      pub->service();
-      ::usleep(100);
-    }
+    (void)pub->wait_subscribers(2, 5s);
     if (!honest->wait_active(5s)) std::abort();
     expect = pub->next_sequence();
   }

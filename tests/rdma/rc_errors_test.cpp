@@ -125,13 +125,13 @@ TEST_CASE("unknownOrUnreachableAddressIsNamed") {
   }
 }
 
-TEST_CASE("portWithoutListenerIsRejectedNamingAddressAndPort") {
+TEST_CASE("portWithoutListenerIsNotFoundNamingAddressAndPort") {
   try {
     Subscriber sub(sub_config(addr(), 7399));
     FAIL("connected to a port nobody listens on");
   } catch (const Error& e) {
     INFO(e.what());
-    CHECK(e.code() == Errc::rejected);
+    CHECK(e.code() == Errc::not_found);
     CHECK_THAT(e.what(), Contains(addr() + ":7399") && Contains("no publisher is listening"));
   }
 }

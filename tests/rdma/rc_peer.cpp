@@ -130,14 +130,11 @@ int run_pub(const Args& a) {
     }
   };
 
-  while (pub.subscriber_count() < subs) {
-    pub.service();
-    if (steady_clock::now() > deadline) {
-      say("FAIL only " + std::to_string(pub.subscriber_count()) + " of " + std::to_string(subs) +
-          " subscribers came");
-      return 1;
-    }
-    std::this_thread::sleep_for(milliseconds(1));
+  if (const std::uint32_t have = pub.wait_subscribers(
+          static_cast<std::uint32_t>(subs), duration_cast<milliseconds>(deadline - steady_clock::now()));
+      have < subs) {
+    say("FAIL only " + std::to_string(have) + " of " + std::to_string(subs) + " subscribers came");
+    return 1;
   }
   say("serving " + std::to_string(pub.subscriber_count()) + " first " +
       std::to_string(pub.next_sequence()));

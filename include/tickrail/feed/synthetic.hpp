@@ -77,8 +77,19 @@ class SyntheticFeed final : public TickSource {
     std::uint32_t forced;     // orders at [live - forced, live) must execute before the mid moves
   };
 
+  enum class Action : std::uint8_t { add, del, exec, cancel, replace, trade };
+
   void next(Tick& t) noexcept;
+  bool advance_clock(std::uint64_t n) noexcept;  // true inside a burst
+  Action pick_action(const Instrument& in) noexcept;
+  Order* orders_of(std::uint32_t i) noexcept;  // instrument i's slice
   void emit_forced(std::uint32_t i, Tick& t) noexcept;
+  void emit_add(std::uint32_t i, Tick& t) noexcept;
+  void emit_delete(std::uint32_t i, std::uint32_t k, Tick& t) noexcept;
+  void emit_execute(std::uint32_t i, std::uint32_t k, Tick& t) noexcept;
+  void emit_cancel(std::uint32_t i, std::uint32_t k, Tick& t) noexcept;
+  void emit_replace(std::uint32_t i, std::uint32_t k, Tick& t) noexcept;
+  void emit_trade(const Instrument& in, Tick& t) noexcept;
   std::uint64_t rand() noexcept;
   std::uint64_t below(std::uint64_t n) noexcept;  // uniform in [0, n)
   void move_mid(std::uint32_t i) noexcept;

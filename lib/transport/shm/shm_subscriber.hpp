@@ -31,8 +31,6 @@ class ShmSubscriber final : public detail::SubscriberTransport {
   const SubscriberConfig& config() const noexcept override { return config_; }
   void close() noexcept override;
 
-  [[nodiscard]] std::uint32_t slot() const noexcept { return index_; }
-
  private:
   void handshake(const std::string& what);
 

@@ -180,11 +180,7 @@ TEST_CASE("jitterCountsTicksLappedBeforeItsFirstReceiptAsLost", "[jitter]") {
   sc.channel = pc.channel;
   sc.policy = SlowConsumerPolicy::drop;
   Subscriber sub(sc);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (pub.subscriber_count() == 0 && std::chrono::steady_clock::now() < deadline) {
-    pub.service();
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  REQUIRE(pub.wait_subscribers(1, std::chrono::seconds(10)) == 1);
   REQUIRE(sub.wait_active(std::chrono::seconds(10)));
   constexpr std::uint64_t kPublished = 100;
   for (std::uint64_t i = 0; i < kPublished; ++i) REQUIRE(pub.publish(Tick{}).ok());

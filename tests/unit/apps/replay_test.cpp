@@ -117,7 +117,7 @@ struct Channel {
     SubscriberConfig sc;
     sc.channel = pc.channel;
     sub = std::make_unique<Subscriber>(sc);
-    REQUIRE(replay::wait_for_subscribers(*pub, 1, std::chrono::seconds(10)) == 1);
+    REQUIRE(pub->wait_subscribers(1, std::chrono::seconds(10)) == 1);
   }
   std::vector<Tick> drain() {
     std::vector<Tick> got;

@@ -122,7 +122,7 @@ attach_timeout_ms = 3000
 publisher_timeout_ms = 200
 ring_capacity = 2048
 lock_memory = true
-idle = "backoff"
+idle = "yield"
 stats = false
 [publisher]
 ring_capacity = 4096
@@ -136,7 +136,7 @@ ring_capacity = 4096
   CHECK(c.publisher_timeout == std::chrono::milliseconds(200));
   CHECK(c.ring_capacity == 2048);
   CHECK(c.lock_memory);
-  CHECK(c.idle == IdleKind::backoff);
+  CHECK(c.idle == IdleKind::yield);
   CHECK_FALSE(c.stats);
   // [publisher] belongs to another reader: checking only the subscriber's sections passes...
   f.check_read({"", "subscriber", "rdma"});

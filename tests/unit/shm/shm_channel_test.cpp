@@ -1,14 +1,21 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "shm_test_util.hpp"
 #include "tickrail/error.hpp"
+#include "transport/shm/segment.hpp"
 
 using namespace tickrail;
 using namespace tickrail::test;
@@ -32,6 +39,29 @@ SubscriberConfig sub_config(const std::string& channel,
   c.policy = p;
   return c;
 }
+
+// A listener at the channel's path that takes each connection and closes it at once, without an
+// answer: what a subscriber meets while the channel's publisher is dying.
+class DyingPublisher {
+ public:
+  explicit DyingPublisher(const std::string& channel)
+      : listener_(shm::listen_channel("/dev/shm", channel)) {}
+  ~DyingPublisher() { shm::unlink_channel(listener_); }  // only if still ours
+  DyingPublisher(const DyingPublisher&) = delete;
+  DyingPublisher& operator=(const DyingPublisher&) = delete;
+  // Waits (bounded) for one connection and closes it; false when none came.
+  bool turn_away(int wait_ms = 5000) {
+    pollfd p{listener_.fd.get(), POLLIN, 0};
+    if (::poll(&p, 1, wait_ms) != 1) return false;
+    const shm::Fd c(::accept4(listener_.fd.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    return c.get() >= 0;
+  }
+  // Dead: its socket stays at the path, refusing, until the next publisher replaces it.
+  void die() { listener_.fd = shm::Fd(); }
+
+ private:
+  shm::Listener listener_;
+};
 
 std::vector<Tick> drain(Subscriber& s) {
   std::vector<Tick> out;
@@ -297,4 +327,153 @@ TEST_CASE("badConfigurationNamesTheKey") {
   REQUIRE_THROWS_AS(parse_policy("sometimes"), Error);
   REQUIRE(parse_policy("drop") == SlowConsumerPolicy::drop);
   REQUIRE(parse_transport("rc") == TransportKind::rc);
+}
+
+TEST_CASE("waitSubscribersServesTheChannelUntilEnoughAreActive") {
+  const auto ch = unique_channel("wait-subs");
+  Publisher pub(pub_config(ch));
+  // Nobody there: bounded, and says how many came.
+  CHECK(pub.wait_subscribers(1, 20ms) == 0);
+  CHECK(pub.wait_subscribers(0, 10s) == 0);  // already reached
+
+  // Two subscribers attach from other threads while the publisher waits: only its serving
+  // (service() inside the wait) makes them active.
+  std::vector<std::unique_ptr<Subscriber>> subs(2);
+  std::vector<std::thread> attach;
+  for (std::size_t i = 0; i < subs.size(); ++i) {
+    attach.emplace_back([&, i] {
+      std::this_thread::sleep_for(10ms);
+      subs[i] = std::make_unique<Subscriber>(sub_config(ch));
+    });
+  }
+  const std::uint32_t have = pub.wait_subscribers(2, 10s);
+  for (std::thread& t : attach) t.join();
+  REQUIRE(have == 2);
+  CHECK(pub.subscriber_count() == 2);
+  for (auto& s : subs) CHECK(s->wait_active(1s));
+  const std::uint64_t first = pub.next_sequence();
+  REQUIRE(pub.publish(payload(7)).ok());
+  for (auto& s : subs) {
+    const auto got = drain(*s);
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].seq == first);
+  }
+}
+
+TEST_CASE("waitSubscribersEndsWhenAskedToStop") {
+  const auto ch = unique_channel("wait-stop");
+  Publisher pub(pub_config(ch));
+  std::atomic<bool> stop{true};
+  // A stop already requested ends a wait that would otherwise last an hour.
+  CHECK(pub.wait_subscribers(1, std::chrono::hours(1), &stop) == 0);
+  stop = false;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(20ms);
+    stop = true;
+  });
+  CHECK(pub.wait_subscribers(1, std::chrono::hours(1), &stop) == 0);
+  stopper.join();
+}
+
+TEST_CASE("attachTriesAgainWhenThePublisherVanishesDuringTheHandshake") {
+  const auto ch = unique_channel("vanish");
+  DyingPublisher dying(ch);
+  int turned_away = 0;
+  std::unique_ptr<Publisher> pub;
+  std::thread publisher([&] {
+    // Two attempts meet the dying publisher; then a live one takes over the channel.
+    while (turned_away < 2 && dying.turn_away()) ++turned_away;
+    dying.die();
+    pub = std::make_unique<Publisher>(pub_config(ch));
+  });
+  auto cfg = sub_config(ch);
+  cfg.attach_timeout = 20s;
+  std::optional<Subscriber> sub;
+  std::string failure;
+  try {
+    sub.emplace(cfg);
+  } catch (const Error& e) {
+    failure = e.what();
+  }
+  publisher.join();
+  INFO(failure);
+  REQUIRE(sub.has_value());
+  CHECK(turned_away == 2);
+  REQUIRE(pub->wait_subscribers(1, 10s) == 1);
+  REQUIRE(sub->wait_active(5s));
+  REQUIRE(pub->publish(payload(3)).ok());
+  CHECK(drain(*sub).size() == 1);
+}
+
+TEST_CASE("attachWithoutATimeoutTriesOnce") {
+  const auto ch = unique_channel("vanish-once");
+  DyingPublisher dying(ch);
+  int turned_away = 0;
+  std::thread turner([&] {
+    while (dying.turn_away(500)) ++turned_away;
+  });
+  try {
+    Subscriber sub(sub_config(ch));  // attach_timeout 0
+    FAIL("attached to a dying publisher");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::peer_gone);
+    CHECK_THAT(e.what(), Catch::Contains(ch));
+  }
+  turner.join();
+  CHECK(turned_away == 1);
+}
+
+TEST_CASE("attachServesTheCallerBetweenAttempts") {
+  // The channel's live publisher starts only from the caller's own work between attempts, as
+  // ping-pong's far end publishes only once subscribed to the caller's publisher.
+  const auto ch = unique_channel("between");
+  DyingPublisher dying(ch);
+  std::atomic<bool> stop{false};
+  std::thread turner([&] {
+    while (!stop) (void)dying.turn_away(10);
+  });
+  std::unique_ptr<Publisher> pub;
+  int calls = 0;
+  auto cfg = sub_config(ch);
+  cfg.attach_timeout = 20s;
+  std::optional<Subscriber> sub;
+  std::string failure;
+  try {
+    sub.emplace(cfg, [&] {
+      if (calls++ != 0) return;
+      stop = true;
+      turner.join();
+      dying.die();
+      pub = std::make_unique<Publisher>(pub_config(ch));
+    });
+  } catch (const Error& e) {
+    failure = e.what();
+  }
+  stop = true;
+  if (turner.joinable()) turner.join();
+  INFO(failure);
+  REQUIRE(sub.has_value());
+  CHECK(calls >= 1);
+  REQUIRE(pub != nullptr);
+  REQUIRE(pub->wait_subscribers(1, 10s) == 1);
+  REQUIRE(sub->wait_active(5s));
+}
+
+TEST_CASE("attachDoesNotWaitOutWhatNoRetryChanges") {
+  // A full channel, with an hour to wait: thrown at once.
+  const auto ch = unique_channel("full-wait");
+  auto pc = pub_config(ch);
+  pc.max_subscribers = 1;
+  Publisher pub(pc);
+  Subscriber a(sub_config(ch));
+  auto cfg = sub_config(ch);
+  cfg.attach_timeout = std::chrono::hours(1);
+  int calls = 0;
+  try {
+    Subscriber b(cfg, [&] { ++calls; });
+    FAIL("attached to a full channel");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::no_capacity);
+  }
+  CHECK(calls == 0);
 }

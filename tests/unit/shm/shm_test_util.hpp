@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <string>
@@ -18,17 +19,18 @@ inline std::string unique_channel(const std::string& base) {
   return "test-" + base + "-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
 }
 
-// Publishes an empty batch until `pub` serves `want` subscribers (activation happens on the
-// publishing thread), bounded by `timeout`.
+// Serves `pub` until it serves exactly `want` subscribers (activation and reclaiming happen on
+// the publishing thread), bounded by `timeout`.
 inline bool wait_for_subscribers(Publisher& pub, std::uint32_t want,
                                  std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    pub.service();
-    if (pub.subscriber_count() == want) return true;
+  // Down to `want` first, as subscribers leave; then up to it.
+  for (pub.service(); pub.subscriber_count() > want; pub.service()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  return false;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  return pub.wait_subscribers(want, std::max(left, std::chrono::milliseconds(0))) == want;
 }
 
 // Polls until `pred()` or the timeout; returns pred().

@@ -51,7 +51,7 @@ RcSubscriber::RcSubscriber(const SubscriberConfig& config, const Overrides& over
   std::uint64_t capacity = config_.ring_capacity != 0 ? config_.ring_capacity : kDefaultCapacity;
   std::uint64_t geometry_max = 0;
   try {
-    conn_ = connect_when_listening(capacity, overrides, geometry_max);
+    conn_ = connect(capacity, overrides, geometry_max);
   } catch (const Error& e) {
     // A ring left to the publisher's choice that is larger than it accepts: once more, with
     // the size it named in its reject.
@@ -124,20 +124,6 @@ WriteMode RcSubscriber::choose_mode(Connection& c) {
                  "not report: falling back to CQ polling",
                  where_, dev);
   return WriteMode::cq;
-}
-
-std::unique_ptr<RcSubscriber::Connection> RcSubscriber::connect_when_listening(
-    std::uint64_t capacity, const Overrides& overrides, std::uint64_t& geometry_max) {
-  const auto deadline = std::chrono::steady_clock::now() + config_.attach_timeout;
-  for (;;) {
-    no_listener_ = false;
-    try {
-      return connect(capacity, overrides, geometry_max);
-    } catch (const Error&) {
-      if (!no_listener_ || std::chrono::steady_clock::now() >= deadline) throw;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
 }
 
 std::unique_ptr<RcSubscriber::Connection> RcSubscriber::connect(std::uint64_t capacity,
@@ -246,8 +232,8 @@ std::unique_ptr<RcSubscriber::Connection> RcSubscriber::connect(std::uint64_t ca
                                              to_string(reason) + ": " + note->text);
       }
       if (ev.status() == 8) {
-        no_listener_ = true;
-        throw Error(Errc::rejected, what + ": no publisher is listening on " + dst.str() + " (" +
+        // Nobody there yet, not a refusal: Subscriber retries it within attach_timeout.
+        throw Error(Errc::not_found, what + ": no publisher is listening on " + dst.str() + " (" +
                                         rdma::reject_reason(ev.status()) + ")");
       }
     }

@@ -79,11 +79,6 @@ class RcSubscriber final : public detail::SubscriberTransport {
   // largest ring when it refused ours for its size.
   std::unique_ptr<Connection> connect(std::uint64_t capacity, const Overrides& overrides,
                                       std::uint64_t& geometry_max);
-  // connect(), again while nobody listens at the address yet, until attach_timeout: a publisher
-  // still starting is a channel that has not appeared yet, as on shared memory.
-  std::unique_ptr<Connection> connect_when_listening(std::uint64_t capacity,
-                                                     const Overrides& overrides,
-                                                     std::uint64_t& geometry_max);
   WriteMode choose_mode(Connection& c);
   void post_receives(std::uint32_t n) noexcept;
   void cm_loop(std::stop_token st) noexcept;
@@ -91,7 +86,6 @@ class RcSubscriber final : public detail::SubscriberTransport {
 
   SubscriberConfig config_;
   std::string where_;  // "channel 'md' at 10.77.1.1:7471"
-  bool no_listener_ = false;  // the last connect() found nobody listening
   std::unique_ptr<Connection> conn_;
   WriteMode mode_ = WriteMode::cq;
   std::string mode_note_;
