@@ -138,13 +138,13 @@ struct ProgressLine {
 // The progress line as the terminal shows it (no line ending).
 [[nodiscard]] std::string progress_text(const ProgressLine& p);
 
-// The publishing loop: reads the source in batches, applies the book, paces open-loop (each
-// tick's intended send time comes from the schedule, never from when the previous one left, so a
-// stall shows as lag instead of stretching the run), publishes, retries back-pressured ticks.
 // The order book --book asks for (null without it). Its table is touched page by page when
 // made: make it before the publisher exists, which serves no subscriber meanwhile.
 [[nodiscard]] std::unique_ptr<feed::OrderBook> make_book(const Options& o);
 
+// The publishing loop: reads the source in batches, applies the book, paces open-loop (each
+// tick's intended send time comes from the schedule, never from when the previous one left, so a
+// stall shows as lag instead of stretching the run), publishes, retries back-pressured ticks.
 class Replayer {
  public:
   // `book`: one from make_book(o), or null to have one made here when o.book.
