@@ -192,7 +192,7 @@ Summary latency_round(const Options& o, RcPolling polling, Histogram& all) {
     }
     done.store(true, std::memory_order_release);
   });
-  const std::uint64_t gap = clk.ns_to_ticks(static_cast<double>(o.gap_us) * 1000.0);
+  const std::uint64_t gap = clk.ns_to_cycles(static_cast<double>(o.gap_us) * 1000.0);
   const std::uint64_t start = Clock::now() + gap;
   Tick t{};
   t.kind = TickKind::Quote;

@@ -509,7 +509,7 @@ int fanout(const Common& c, std::uint32_t subscribers, std::uint64_t count, std:
   const Clock& clock = Clock::instance();
   std::vector<Tick> chunk(batch);
   std::uint64_t next = 1;
-  std::uint64_t in_publish = 0;  // clock ticks spent inside publish()
+  std::uint64_t in_publish = 0;  // clock cycles spent inside publish()
   // The publisher thread's CPU time inside publish(), which excludes time it was preempted by
   // the subscribers' spinning processes (wall time does not), and its user/system split.
   std::uint64_t cpu_in_publish_ns = 0;
@@ -563,7 +563,7 @@ int fanout(const Common& c, std::uint32_t subscribers, std::uint64_t count, std:
     if (read(result_fds[i], &results[i], sizeof(SubResult)) != sizeof(SubResult)) results[i] = {};
     waitpid(kids[i], nullptr, 0);
   }
-  const double ns_per_tick = clock.to_ns(in_publish) / static_cast<double>(count);
+  const double publish_ns_per_tick = clock.to_ns(in_publish) / static_cast<double>(count);
   auto secs_of = [](const timeval& a, const timeval& b) {
     return static_cast<double>(b.tv_sec - a.tv_sec) + static_cast<double>(b.tv_usec - a.tv_usec) / 1e6;
   };
@@ -590,14 +590,14 @@ int fanout(const Common& c, std::uint32_t subscribers, std::uint64_t count, std:
                 "\"publish_wall_ns_per_tick\":%.1f,\"publish_cpu_ns_per_tick\":%.1f,"
                 "\"thread_user_ns_per_tick\":%.1f,\"thread_sys_ns_per_tick\":%.1f,\"lost\":%" PRIu64
                 ",\"ok\":%s}\n",
-                subscribers, count, batch, rate, offered, delivered, ns_per_tick, cpu_ns,
+                subscribers, count, batch, rate, offered, delivered, publish_ns_per_tick, cpu_ns,
                 user * per_tick, sys * per_tick, lost, ok ? "true" : "false");
   } else {
     std::printf("fanout %u%s subscriber(s), %" PRIu64 " ticks, %u/datagram, %s: offered %.0f ticks/s, "
                 "slowest subscriber delivered %.0f ticks/s, publish() wall %.1f ns/tick, publisher "
                 "thread CPU in publish() %.1f ns/tick (loop: user %.1f, system %.1f ns/tick), lost %" PRIu64 "%s\n",
                 subscribers, remote ? " remote" : "", count, batch, rate > 0 ? "paced" : "unpaced",
-                offered, delivered, ns_per_tick, cpu_ns, user * per_tick, sys * per_tick, lost, ok ? "" : " (FAILED)");
+                offered, delivered, publish_ns_per_tick, cpu_ns, user * per_tick, sys * per_tick, lost, ok ? "" : " (FAILED)");
   }
   std::fflush(stdout);
   return ok ? 0 : 1;

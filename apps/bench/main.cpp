@@ -113,7 +113,7 @@ double median_of(std::vector<std::uint64_t>& v) {
 // ---- spsc_queue ----------------------------------------------------------------------------
 double spsc_latency_round(const Options& o, boost::lockfree::spsc_queue<Tick>& q, Histogram& h) {
   const Clock& clk = Clock::instance();
-  const std::uint64_t gap = clk.ns_to_ticks(static_cast<double>(o.gap_ns));
+  const std::uint64_t gap = clk.ns_to_cycles(static_cast<double>(o.gap_ns));
   std::vector<std::uint64_t> lat;
   lat.reserve(o.samples);
   on_two_cores(
@@ -177,7 +177,7 @@ double spsc_throughput_round(const Options& o, boost::lockfree::spsc_queue<Tick>
 // ---- tickrail shm --------------------------------------------------------------------------
 double tickrail_latency_round(const Options& o, Publisher& pub, Subscriber& sub, Histogram& h) {
   const Clock& clk = Clock::instance();
-  const std::uint64_t gap = clk.ns_to_ticks(static_cast<double>(o.gap_ns));
+  const std::uint64_t gap = clk.ns_to_cycles(static_cast<double>(o.gap_ns));
   std::vector<std::uint64_t> lat;
   lat.reserve(o.samples);
   on_two_cores(

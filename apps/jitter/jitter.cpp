@@ -62,7 +62,7 @@ void validate(const Options& o) {
   validate_duration("duration_ms", o.duration);
 }
 
-Recorder::Recorder(double ns_per_tick) : ns_per_tick_(ns_per_tick) {}
+Recorder::Recorder(double ns_per_cycle) : ns_per_cycle_(ns_per_cycle) {}
 
 Window Recorder::take_window(double seconds) noexcept {
   Window w;
@@ -226,9 +226,9 @@ void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec
   cli::install_stop_signals();
 
   const std::uint64_t start = Clock::now();
-  const std::uint64_t second = clock.ns_to_ticks(1e9);
+  const std::uint64_t second = clock.ns_to_cycles(1e9);
   const std::uint64_t end = o.duration.count() > 0
-                                ? start + clock.ns_to_ticks(static_cast<double>(o.duration.count()) * 1e6)
+                                ? start + clock.ns_to_cycles(static_cast<double>(o.duration.count()) * 1e6)
                                 : ~std::uint64_t{0};
   std::uint64_t next_live = start + second;
   std::uint64_t last_live = start;
@@ -325,7 +325,7 @@ int run(const Options& o, const SubscriberConfig& sc) {
   }
 
   if (o.mode == Mode::echo) return echo(sc, o);
-  Recorder rec(clock.ns_per_tick());
+  Recorder rec(clock.ns_per_cycle());
   info.mode = o.mode;
   if (o.mode == Mode::pingpong) {
     measure_pingpong(sc, o, rec, info);

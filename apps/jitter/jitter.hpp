@@ -55,9 +55,9 @@ struct Window {
 // Records ticks and polls. Every call here is hot-path safe: no allocation, no system call.
 class Recorder {
  public:
-  explicit Recorder(double ns_per_tick);
+  explicit Recorder(double ns_per_cycle);
 
-  // A tick received at `now` (clock ticks, Clock::now()).
+  // A tick received at `now` (clock cycles, Clock::now()).
   void on_tick(const Tick& t, std::uint64_t now) noexcept {
     const std::uint64_t lat = now >= t.send_ts ? now - t.send_ts : 0;
     if (now < t.send_ts) [[unlikely]] ++negative_;
@@ -88,9 +88,9 @@ class Recorder {
     }
     last_poll_ = now;
   }
-  // Clock ticks to ns, saturating: a double at or above 2^64 has no uint64 value.
-  [[nodiscard]] std::uint64_t to_ns(std::uint64_t ticks) const noexcept {
-    const double ns = static_cast<double>(ticks) * ns_per_tick_;
+  // Clock cycles to ns, saturating: a double at or above 2^64 has no uint64 value.
+  [[nodiscard]] std::uint64_t to_ns(std::uint64_t cycles) const noexcept {
+    const double ns = static_cast<double>(cycles) * ns_per_cycle_;
     return ns < 18446744073709549568.0 ? static_cast<std::uint64_t>(ns) : ~std::uint64_t{0};
   }
   // Forget the previous turn (after work the loop did on purpose, such as printing a line).
@@ -111,7 +111,7 @@ class Recorder {
   [[nodiscard]] std::uint64_t negative() const noexcept { return negative_; }
 
  private:
-  double ns_per_tick_;
+  double ns_per_cycle_;
   Histogram latency_;
   Histogram interarrival_;
   Histogram poll_gap_;

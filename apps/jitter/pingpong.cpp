@@ -72,8 +72,8 @@ class Pinger {
          Subscriber& sub)
       : o_(o), rec_(rec), info_(info), pub_(pub), sub_(sub), echo_channel_(sub.config().channel),
         attach_timeout_(sc.attach_timeout),
-        timeout_(clock_.ns_to_ticks(static_cast<double>(o.ping_timeout.count()) * 1e6)),
-        second_(clock_.ns_to_ticks(1e9)),
+        timeout_(clock_.ns_to_cycles(static_cast<double>(o.ping_timeout.count()) * 1e6)),
+        second_(clock_.ns_to_cycles(1e9)),
         limit_(o.count == 0 ? ~std::uint64_t{0} : o.count),
         first_deadline_(std::chrono::steady_clock::now() + sc.attach_timeout) {
     ping_.kind = TickKind::Status;
@@ -142,7 +142,7 @@ class Pinger {
     } else if (++warm_ == o_.warmup + 1) {
       start_ = Clock::now();
       end_ = o_.duration.count() > 0
-                 ? start_ + clock_.ns_to_ticks(static_cast<double>(o_.duration.count()) * 1e6)
+                 ? start_ + clock_.ns_to_cycles(static_cast<double>(o_.duration.count()) * 1e6)
                  : ~std::uint64_t{0};
       next_live_ = start_ + second_;
       last_live_ = start_;
@@ -195,7 +195,7 @@ class Pinger {
   Subscriber& sub_;
   const std::string echo_channel_;
   const std::chrono::milliseconds attach_timeout_;
-  const std::uint64_t timeout_;  // clock ticks a ping waits for its echo
+  const std::uint64_t timeout_;  // clock cycles a ping waits for its echo
   const std::uint64_t second_;
   const std::uint64_t limit_;
   const std::chrono::steady_clock::time_point first_deadline_;

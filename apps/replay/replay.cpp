@@ -296,7 +296,7 @@ void Replayer::report_progress(std::uint64_t now) {
   line.lag_p99_ns = window_lag_.value_at_percentile(99.0);
   line.lag_max_ns = window_lag_.max();
   line.published = pub_.counters().published;
-  if (waiting_until_ > now + clock.ns_to_ticks(1e9)) {  // a wait this long is worth a line
+  if (waiting_until_ > now + clock.ns_to_cycles(1e9)) {  // a wait this long is worth a line
     line.wait_ns = static_cast<std::uint64_t>(clock.to_ns(waiting_until_ - now));
     line.wait_feed_ts = waiting_ts_;
   }
@@ -304,7 +304,7 @@ void Replayer::report_progress(std::uint64_t now) {
   window_lag_.reset();
   last_read_ = stats_.ticks_read;
   last_progress_ = now;
-  next_progress_ = now + clock.ns_to_ticks(500e6);
+  next_progress_ = now + clock.ns_to_cycles(500e6);
 }
 
 // As fast as possible, ticks as read: publishes the read buffer itself, no copy.
@@ -318,7 +318,7 @@ bool Replayer::publish_as_read(std::size_t n) {
   return ok;
 }
 
-// Intended send time of the next tick (clock ticks), open loop: from the feed's clock or the
+// Intended send time of the next tick (clock cycles), open loop: from the feed's clock or the
 // rate, never from when the previous tick left.
 std::uint64_t Replayer::due_time(std::uint64_t feed_elapsed) {
   std::uint64_t due;
@@ -368,9 +368,9 @@ void Replayer::run(const std::atomic<bool>* stop,
                    const std::function<void(const ProgressLine&)>& progress) {
   const Clock& clock = Clock::instance();
   start_ = Clock::now();
-  const double tpn = clock.ticks_per_ns();
+  const double cycles_per_ns = clock.cycles_per_ns();
   end_ = o_.duration.count() > 0
-             ? start_ + clock.ns_to_ticks(static_cast<double>(o_.duration.count()) * 1e6)
+             ? start_ + clock.ns_to_cycles(static_cast<double>(o_.duration.count()) * 1e6)
              : ~std::uint64_t{0};
   stop_ = stop;
   progress_ = &progress;
@@ -382,9 +382,9 @@ void Replayer::run(const std::atomic<bool>* stop,
     std::uint64_t t0;
     ~Elapsed() { s.elapsed_s = Clock::instance().to_ns(Clock::now() - t0) * 1e-9; }
   } elapsed{stats_, start_};
-  feed_factor_ = tpn / o_.speed;       // clock ticks per feed nanosecond
-  rate_period_ = tpn * 1e9 / o_.rate;  // clock ticks from one tick to the next
-  next_progress_ = start_ + clock.ns_to_ticks(500e6);
+  feed_factor_ = cycles_per_ns / o_.speed;        // clock cycles per feed nanosecond
+  rate_period_ = cycles_per_ns * 1e9 / o_.rate;   // clock cycles from one tick to the next
+  next_progress_ = start_ + clock.ns_to_cycles(500e6);
   last_progress_ = start_;
   last_read_ = 0;
   schedule_ = FeedSchedule(static_cast<std::uint64_t>(o_.max_gap.count()));

@@ -184,21 +184,21 @@ class Replayer {
   std::unique_ptr<feed::OrderBook> book_;
   Stats stats_;
   std::vector<Tick> in_, out_;
-  std::vector<std::uint64_t> due_;  // intended send time of each out_ tick (clock ticks)
+  std::vector<std::uint64_t> due_;  // intended send time of each out_ tick (clock cycles)
   std::size_t pending_ = 0;         // ticks in out_ not yet published
   const std::atomic<bool>* stop_ = nullptr;
-  std::uint64_t end_ = ~std::uint64_t{0};  // clock ticks at which the duration runs out
+  std::uint64_t end_ = ~std::uint64_t{0};  // clock cycles at which the duration runs out
   Histogram window_lag_{1, 3'600'000'000'000, 2};  // lag since the last progress line
-  std::uint64_t waiting_until_ = 0;  // clock ticks: the send time being waited for (0: none)
+  std::uint64_t waiting_until_ = 0;  // clock cycles: the send time being waited for (0: none)
   std::uint64_t waiting_ts_ = 0;     // its tick's feed timestamp
   bool announce_wait_ = false;       // a long wait began: show it on the progress line now
-  // The run's clock and pacing (clock ticks), set by run().
+  // The run's clock and pacing (clock cycles), set by run().
   const std::function<void(const ProgressLine&)>* progress_ = nullptr;
   std::uint64_t start_ = 0;
   std::uint64_t next_progress_ = 0, last_progress_ = 0;
   std::uint64_t last_read_ = 0;  // ticks_read at the last progress line
-  double feed_factor_ = 0;       // clock ticks per feed nanosecond (pacing feed)
-  double rate_period_ = 0;       // clock ticks from one tick to the next (pacing rate)
+  double feed_factor_ = 0;       // clock cycles per feed nanosecond (pacing feed)
+  double rate_period_ = 0;       // clock cycles from one tick to the next (pacing rate)
   FeedSchedule schedule_;
   std::uint64_t last_due_ = 0;
   std::uint64_t index_ = 0;  // ticks scheduled so far (pacing rate)

@@ -1,9 +1,9 @@
 // Clock: a calibrated TSC timestamp for the hot path, with a CLOCK_MONOTONIC_RAW fallback.
 //
-// Clock::now() returns "clock ticks": TSC cycles when the TSC is usable, nanoseconds of
-// CLOCK_MONOTONIC_RAW otherwise. Convert differences with to_ns(). Tick::send_ts carries these
-// ticks, so two processes on one host compare timestamps only when both use the TSC (an
-// invariant TSC is one counter for the whole host).
+// Clock::now() returns "clock cycles": TSC cycles when the TSC is usable, nanoseconds of
+// CLOCK_MONOTONIC_RAW otherwise (one cycle a nanosecond). Convert differences with to_ns().
+// Tick::send_ts carries these cycles, so two processes on one host compare timestamps only when
+// both use the TSC (an invariant TSC is one counter for the whole host).
 //
 // Choice of instruction: LFENCE; RDTSC. RDTSC alone may execute before earlier loads complete,
 // so a receive timestamp could be taken before the tick it stamps was read (early by a whole
@@ -100,7 +100,7 @@ class Clock {
   // Calibrates on first call (about 150 ms), thread-safe; never throws.
   static const Clock& instance();
 
-  // Hot path: clock ticks (see above). Calls instance() itself the first time, so ticks are
+  // Hot path: clock cycles (see above). Calls instance() itself the first time, so cycles are
   // always in one unit; call instance() at startup to keep the calibration off the hot path.
   [[nodiscard]] static std::uint64_t now() noexcept {
     const ClockSource s = detail::clock_source.load(std::memory_order_relaxed);
@@ -117,13 +117,13 @@ class Clock {
     return detail::clock_now_first();
   }
 
-  [[nodiscard]] double ns_per_tick() const noexcept { return ns_per_tick_; }
-  [[nodiscard]] double ticks_per_ns() const noexcept { return 1.0 / ns_per_tick_; }
-  [[nodiscard]] double to_ns(std::uint64_t ticks) const noexcept {
-    return static_cast<double>(ticks) * ns_per_tick_;
+  [[nodiscard]] double ns_per_cycle() const noexcept { return ns_per_cycle_; }
+  [[nodiscard]] double cycles_per_ns() const noexcept { return 1.0 / ns_per_cycle_; }
+  [[nodiscard]] double to_ns(std::uint64_t cycles) const noexcept {
+    return static_cast<double>(cycles) * ns_per_cycle_;
   }
-  // Rounded to the nearest tick; negative ns give 0.
-  [[nodiscard]] std::uint64_t ns_to_ticks(double ns) const noexcept;
+  // Rounded to the nearest cycle; negative ns give 0.
+  [[nodiscard]] std::uint64_t ns_to_cycles(double ns) const noexcept;
 
   [[nodiscard]] ClockSource source() const noexcept { return source_; }
   [[nodiscard]] bool using_tsc() const noexcept { return source_ == ClockSource::tsc; }
@@ -137,7 +137,7 @@ class Clock {
  private:
   Clock();
 
-  double ns_per_tick_ = 1.0;
+  double ns_per_cycle_ = 1.0;
   ClockSource source_ = ClockSource::monotonic_raw;
   TscFlags flags_;
   std::vector<double> samples_ghz_;

@@ -33,7 +33,7 @@ enum class SlowConsumerPolicy : std::uint8_t {
 inline constexpr std::uint32_t kMaxSubscribers = 64;
 
 // The longest duration or timeout any config key accepts (24 h): every duration is converted to
-// clock ticks and added to a time point, which must not overflow.
+// clock cycles and added to a time point, which must not overflow.
 inline constexpr std::chrono::milliseconds kMaxDuration{86'400'000};
 // Throws Error(config_error) "key: N is outside min..86400000 (24 h)" for a duration outside
 // [min, kMaxDuration]: for programs' own duration keys.

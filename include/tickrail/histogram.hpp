@@ -90,10 +90,11 @@ class Histogram {
   // Count recorded in the bucket that holds value.
   [[nodiscard]] std::uint64_t count_at(std::uint64_t value) const noexcept;
 
-  // Percentile iteration for output, with `ticks_per_half_distance` steps per halving of the
-  // distance to 100% (HdrHistogram's outputPercentileDistribution uses 5). The last step is at
+  // Percentile iteration for output, with `steps_per_half_distance` steps per halving of the
+  // distance to 100% (HdrHistogram's percentileTicksPerHalfDistance; its
+  // outputPercentileDistribution uses 5). The last step is at
   // 100%. Empty when the histogram is. Allocates: control plane only.
-  [[nodiscard]] std::vector<PercentileStep> percentiles(int ticks_per_half_distance = 5) const;
+  [[nodiscard]] std::vector<PercentileStep> percentiles(int steps_per_half_distance = 5) const;
 
   // Calls f(lowest_equivalent, highest_equivalent, count) for every non-empty bucket, in
   // increasing value order.

@@ -32,7 +32,7 @@ enum class Side : std::uint8_t { None = 0, Buy = 'B', Sell = 'S' };
 inline constexpr std::int64_t kPriceScale = 10'000;
 
 struct alignas(kCacheLine) Tick {
-  std::uint64_t send_ts;     // publisher send time, in Clock ticks (see clock.hpp)
+  std::uint64_t send_ts;     // publisher send time, in Clock cycles (see clock.hpp)
   std::uint64_t exch_ts;     // exchange timestamp, ns (ITCH: since midnight)
   std::uint64_t order_ref;   // exchange order reference
   std::int64_t price;        // fixed point, kPriceScale units

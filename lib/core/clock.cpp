@@ -141,7 +141,7 @@ Clock::Clock() {
       } else if (spread > kMaxSpread) {
         add_note("TSC calibration windows disagree by " + std::to_string(spread * 100.0) + "%");
       } else {
-        ns_per_tick_ = 1.0 / median;
+        ns_per_cycle_ = 1.0 / median;
         source_ = ClockSource::tsc;
         if (req == Requested::tsc && !flags_.invariant()) add_note("forced by TICKRAIL_CLOCK=tsc");
       }
@@ -152,7 +152,7 @@ Clock::Clock() {
 #endif
   if (source_ != ClockSource::tsc) {
     source_ = ClockSource::monotonic_raw;
-    ns_per_tick_ = 1.0;
+    ns_per_cycle_ = 1.0;
     // What each stamp will cost: the vDSO reads tsc or kvm-clock in tens of ns; hpet and
     // acpi_pm make every read a system call (microseconds in a VM).
     constexpr int kReads = 64;
@@ -184,9 +184,9 @@ std::uint64_t detail::clock_now_first() noexcept {
              : monotonic_raw_ns();
 }
 
-std::uint64_t Clock::ns_to_ticks(double ns) const noexcept {
+std::uint64_t Clock::ns_to_cycles(double ns) const noexcept {
   if (!(ns > 0.0)) return 0;
-  const double t = std::nearbyint(ns / ns_per_tick_);
+  const double t = std::nearbyint(ns / ns_per_cycle_);
   if (t >= 18446744073709551615.0) return std::numeric_limits<std::uint64_t>::max();
   return static_cast<std::uint64_t>(t);
 }
@@ -195,7 +195,7 @@ std::string Clock::describe() const {
   char buf[64];
   std::string s;
   if (source_ == ClockSource::tsc) {
-    std::snprintf(buf, sizeof buf, "TSC %.3f GHz", ticks_per_ns());
+    std::snprintf(buf, sizeof buf, "TSC %.3f GHz", cycles_per_ns());
     s = buf;
     s += flags_.invariant() ? ", invariant" : ", NOT invariant";
     if (!note_.empty()) s += " (" + note_ + ")";

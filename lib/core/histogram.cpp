@@ -185,16 +185,17 @@ std::uint64_t Histogram::count_at(std::uint64_t value) const noexcept {
   return counts_[index_of(std::min(value, highest_))];
 }
 
-std::vector<PercentileStep> Histogram::percentiles(int ticks_per_half_distance) const {
-  if (ticks_per_half_distance < 1) {
-    throw Error(Errc::invalid_argument, "histogram percentiles: ticks per half distance " +
-                                            std::to_string(ticks_per_half_distance) + " < 1");
+std::vector<PercentileStep> Histogram::percentiles(int steps_per_half_distance) const {
+  if (steps_per_half_distance < 1) {
+    throw Error(Errc::invalid_argument, "histogram percentiles: steps per half distance " +
+                                            std::to_string(steps_per_half_distance) + " < 1");
   }
   std::vector<PercentileStep> out;
   if (total_ == 0) return out;
   // HdrHistogram's PercentileIterator, step for step: levels start at 0 and approach 100 with
-  // `ticks` steps per halving of the remaining distance; a level is reported at the first
-  // non-empty bucket whose cumulative percentage reaches it; one last step reports 100%.
+  // `steps_per_half_distance` steps per halving of the remaining distance; a level is reported
+  // at the first non-empty bucket whose cumulative percentage reaches it; one last step reports
+  // 100%.
   const double total = static_cast<double>(total_);
   double level = 0.0;
   bool reached_last = false;
@@ -219,10 +220,10 @@ std::vector<PercentileStep> Histogram::percentiles(int ticks_per_half_distance) 
         if (level < 100.0) {
           const auto halvings =
               static_cast<std::int64_t>(std::log(100.0 / (100.0 - level)) / std::log(2.0)) + 1;
-          const std::int64_t reporting_ticks =
-              ticks_per_half_distance *
+          const std::int64_t reporting_steps =
+              steps_per_half_distance *
               static_cast<std::int64_t>(std::pow(2.0, static_cast<double>(halvings)));
-          level += 100.0 / static_cast<double>(reporting_ticks);
+          level += 100.0 / static_cast<double>(reporting_steps);
         }
         emitted = true;
         break;

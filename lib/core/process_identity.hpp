@@ -13,9 +13,9 @@
 
 namespace tickrail::detail {
 
-// Field 22 (start time, clock ticks since boot) of a /proc/<pid>/stat line; nullopt when the
-// line does not parse. The command name (field 2) may hold spaces and parentheses: fields
-// resume after the last ')'.
+// Field 22 (start time since boot, in units of sysconf(_SC_CLK_TCK)) of a /proc/<pid>/stat
+// line; nullopt when the line does not parse. The command name (field 2) may hold spaces and
+// parentheses: fields resume after the last ')'.
 [[nodiscard]] std::optional<std::uint64_t> parse_start_time(std::string_view stat_line) noexcept;
 
 // The start time of process `pid` read from <root>/proc/<pid>/stat ("/" on a real host);

@@ -52,7 +52,7 @@ std::uint64_t realtime_ns() noexcept {
 double measure_ns_per_cycle() {
 #if defined(__x86_64__) || defined(__i386__)
   const Clock& clk = Clock::instance();
-  if (clk.using_tsc()) return clk.ns_per_tick();
+  if (clk.using_tsc()) return clk.ns_per_cycle();
   const std::uint64_t t0 = detail::monotonic_raw_ns();
   const std::uint64_t c0 = cycles();
   std::this_thread::sleep_for(std::chrono::milliseconds(20));

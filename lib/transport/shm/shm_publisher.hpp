@@ -68,8 +68,8 @@ class ShmPublisher final : public detail::PublisherTransport {
     Slot* ring = nullptr;
     Control* control = nullptr;
     std::uint64_t cached_credit = 0;     // last credit read, clamped; re-read only when full
-    std::uint64_t full_since = 0;        // Clock ticks; 0 while not full
-    std::uint64_t disconnect_ticks = 0;  // disconnect policy: full this long -> evict
+    std::uint64_t full_since = 0;         // Clock cycles; 0 while not full
+    std::uint64_t disconnect_cycles = 0;  // disconnect policy: full this long -> evict
     std::uint32_t index = 0;
     SlowConsumerPolicy policy = SlowConsumerPolicy::block;
   };

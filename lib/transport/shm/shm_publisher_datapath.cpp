@@ -81,7 +81,7 @@ std::uint64_t ShmPublisher::room(std::uint64_t want, std::uint64_t& blocked) noe
         const std::uint64_t now = Clock::now();
         if (s.full_since == 0) {
           s.full_since = now;
-        } else if (now - s.full_since >= s.disconnect_ticks) {
+        } else if (now - s.full_since >= s.disconnect_cycles) {
           s.control->reason.store(st(EvictReason::slow_consumer), std::memory_order_relaxed);
           s.control->state.store(st(ControlState::evicted), std::memory_order_release);
           // A subscriber that left meanwhile stays leaving: reconcile releases it.
@@ -146,8 +146,8 @@ void ShmPublisher::activate(std::uint32_t index) noexcept {
   s.cached_credit = next_seq_;
   s.index = index;
   s.policy = seat.policy;
-  s.disconnect_ticks = Clock::instance().ns_to_ticks(static_cast<double>(seat.disconnect_after_ns));
-  if (s.disconnect_ticks == 0) s.disconnect_ticks = 1;
+  s.disconnect_cycles = Clock::instance().ns_to_cycles(static_cast<double>(seat.disconnect_after_ns));
+  if (s.disconnect_cycles == 0) s.disconnect_cycles = 1;
   served_mask_ |= std::uint64_t{1} << index;
 }
 

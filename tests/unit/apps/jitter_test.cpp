@@ -24,9 +24,9 @@ Tick tick(std::uint64_t seq, std::uint64_t send_ts) {
 }  // namespace
 
 TEST_CASE("recorderMeasuresLatencyAndInterArrivalInNs", "[jitter]") {
-  jitter::Recorder r(2.0);  // 2 ns per clock tick
-  r.on_tick(tick(1, 1000), 1100);  // 100 ticks = 200 ns
-  r.on_tick(tick(2, 1100), 1150);  // 100 ns, 50 ticks after the previous receipt
+  jitter::Recorder r(2.0);  // 2 ns per clock cycle
+  r.on_tick(tick(1, 1000), 1100);  // 100 cycles = 200 ns
+  r.on_tick(tick(2, 1100), 1150);  // 100 ns, 50 cycles after the previous receipt
   r.on_tick(tick(3, 1200), 1500);  // 600 ns
   CHECK(r.received() == 3);
   CHECK(r.latency().min() == 100);

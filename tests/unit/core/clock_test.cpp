@@ -90,13 +90,13 @@ TEST_CASE("clockIsCalibratedOnceAndDescribesItself") {
     REQUIRE(c.calibration_ghz().size() == 3);
     std::vector<double> g = c.calibration_ghz();
     std::sort(g.begin(), g.end());
-    REQUIRE(c.ticks_per_ns() == Approx(g[1]));
+    REQUIRE(c.cycles_per_ns() == Approx(g[1]));
     REQUIRE((g.back() - g.front()) / g[1] <= 0.01);
-    REQUIRE(c.ticks_per_ns() > 0.05);
-    REQUIRE(c.ticks_per_ns() < 20.0);
+    REQUIRE(c.cycles_per_ns() > 0.05);
+    REQUIRE(c.cycles_per_ns() < 20.0);
   } else {
     REQUIRE(d.rfind("CLOCK_MONOTONIC_RAW", 0) == 0);
-    REQUIRE(c.ns_per_tick() == 1.0);
+    REQUIRE(c.ns_per_cycle() == 1.0);
   }
 }
 
@@ -122,10 +122,10 @@ TEST_CASE("clockMeasuresASleepWithinAGenerousFactor") {
 
 TEST_CASE("clockConvertsBetweenTicksAndNanoseconds") {
   const Clock& c = Clock::instance();
-  const std::uint64_t t = c.ns_to_ticks(1'000'000.0);
-  REQUIRE(c.to_ns(t) == Approx(1'000'000.0).margin(c.ns_per_tick()));
-  REQUIRE(c.ns_to_ticks(0.0) == 0);
-  REQUIRE(c.ns_to_ticks(-5.0) == 0);
+  const std::uint64_t t = c.ns_to_cycles(1'000'000.0);
+  REQUIRE(c.to_ns(t) == Approx(1'000'000.0).margin(c.ns_per_cycle()));
+  REQUIRE(c.ns_to_cycles(0.0) == 0);
+  REQUIRE(c.ns_to_cycles(-5.0) == 0);
   REQUIRE(c.to_ns(0) == 0.0);
 }
 
@@ -165,12 +165,12 @@ TEST_CASE("clockIgnoresAnUnknownTickrailClockValue") {
 
 // Run only by the tests above, in a child process with TICKRAIL_CLOCK set.
 TEST_CASE("childReportsItsClock", "[.]") {
-  // now() before instance(): the first call calibrates, so ticks are never in mixed units.
+  // now() before instance(): the first call calibrates, so cycles are never in mixed units.
   const std::uint64_t first = Clock::now();
   const Clock& c = Clock::instance();
   bool bracketed = true;
   if (!c.using_tsc()) {
-    REQUIRE(c.ns_per_tick() == 1.0);
+    REQUIRE(c.ns_per_cycle() == 1.0);
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
     const auto before = static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(ts.tv_nsec);

@@ -296,7 +296,7 @@ TEST_CASE("loadersReadFilesAndCheckTheirSections", "[config_file]") {
 }
 
 TEST_CASE("durationsBeyond24HoursAreRejectedNamingFileLineAndKey", "[config_file]") {
-  // 18446744073710 ms is ~2^64 ns: converted to clock ticks it overflowed, so a subscriber gave
+  // 18446744073710 ms is ~2^64 ns: converted to clock cycles it overflowed, so a subscriber gave
   // up at once or was evicted after a short stall.
   for (const char* key : {"publisher_timeout_ms", "disconnect_after_ms", "attach_timeout_ms"}) {
     ConfigFile f("[subscriber]\n" + std::string(key) + " = 18446744073710\n", "sub.toml");

@@ -65,7 +65,7 @@ enum class WriteMode : std::uint8_t {
 
 struct alignas(kCacheLine) Heartbeat {
   std::uint64_t next_seq;  // the publisher's next sequence when it wrote this
-  std::uint64_t stamp;     // its Clock ticks (informational: clocks of two hosts differ)
+  std::uint64_t stamp;     // its Clock cycles (informational: clocks of two hosts differ)
   std::uint64_t beat;      // +1 per heartbeat: the subscriber watches it change
   std::uint64_t pad[5];
 };

@@ -110,8 +110,8 @@ RcPublisher::RcPublisher(const PublisherConfig& config)
   terms_ = ServeTerms{config_.channel, channel_hash(config_.channel), token_hash(r.token),
                       capacity_};
   (void)Clock::instance();  // calibrate before the first publish, not during it
-  heartbeat_ticks_ = std::max<std::uint64_t>(
-      1, Clock::instance().ns_to_ticks(static_cast<double>(
+  heartbeat_cycles_ = std::max<std::uint64_t>(
+      1, Clock::instance().ns_to_cycles(static_cast<double>(
              std::chrono::duration_cast<std::chrono::nanoseconds>(r.heartbeat_interval).count())));
 
   staging_ = MappedRegion(2 * staging_slots_ * sizeof(Slot));

@@ -162,10 +162,10 @@ class RcPublisher final : public detail::PublisherTransport {
     std::uint64_t staged_high = 0;         // highest tick a non-inline WR reads from staging
     std::uint64_t done_seq = 0;            // every tick <= this is no longer read from staging
     std::uint64_t notice_wr = 0;           // the last notice WR (eviction, close), once posted
-    std::uint64_t evict_deadline = 0;      // Clock ticks: retire even if the notice never completes
+    std::uint64_t evict_deadline = 0;      // Clock cycles: retire even if the notice never completes
 
-    std::uint64_t full_since = 0;          // disconnect policy: Clock ticks, 0 while not full
-    std::uint64_t disconnect_ticks = 0;
+    std::uint64_t full_since = 0;          // disconnect policy: Clock cycles, 0 while not full
+    std::uint64_t disconnect_cycles = 0;
     std::uint64_t dropped = 0;             // ticks not written to it (drop policy, CQ polling)
   };
 
@@ -216,7 +216,7 @@ class RcPublisher final : public detail::PublisherTransport {
   std::uint64_t staging_slots_;    // 2 x capacity_
   std::uint32_t signal_every_;
   std::uint32_t sq_depth_;
-  std::uint64_t heartbeat_ticks_;
+  std::uint64_t heartbeat_cycles_;
   std::vector<rdma::Address> allow_;
   // 2 x staging_slots_ Slots: the staging ring, then its twin with commit words of 0 (written
   // only while a split-commit subscriber is served).

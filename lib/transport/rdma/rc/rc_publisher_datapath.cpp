@@ -46,7 +46,7 @@ PublishResult RcPublisher::publish(std::span<const Tick> ticks) noexcept {
 
   if (generation_.load(std::memory_order_acquire) != seen_generation_) [[unlikely]] reconcile();
   const std::uint64_t now = Clock::now();
-  if (now - last_heartbeat_ >= heartbeat_ticks_) [[unlikely]] heartbeat(now);
+  if (now - last_heartbeat_ >= heartbeat_cycles_) [[unlikely]] heartbeat(now);
 
   const auto want = static_cast<std::uint64_t>(ticks.size());
   if (want == 0) {
@@ -181,7 +181,7 @@ std::uint64_t RcPublisher::room(std::uint64_t want, std::uint64_t& blocked,
       if (a.policy == SlowConsumerPolicy::disconnect) {
         if (a.full_since == 0) {
           a.full_since = now;
-        } else if (now - a.full_since >= a.disconnect_ticks) {
+        } else if (now - a.full_since >= a.disconnect_cycles) {
           evict(a, now);
           blocked &= ~(std::uint64_t{1} << a.index);
           continue;  // the evicted one no longer limits anybody
@@ -432,7 +432,7 @@ void RcPublisher::evict(Active& a, std::uint64_t now) noexcept {
   // disconnects once it has completed (or after a second, if it never does).
   ++counters_.evictions;
   a.evicting = true;
-  a.evict_deadline = now + Clock::instance().ns_to_ticks(1e9);
+  a.evict_deadline = now + Clock::instance().ns_to_cycles(1e9);
   if (!post_notice(a, Notice::evicted)) retire(a, LinkEnd::evicted);
 }
 
@@ -555,8 +555,8 @@ void RcPublisher::activate(std::uint32_t pending_pos) noexcept {
   a.mode = static_cast<WriteMode>(l.req.mode);
   a.policy = p.policy;
   a.index = p.index;
-  a.disconnect_ticks = std::max<std::uint64_t>(
-      1, Clock::instance().ns_to_ticks(static_cast<double>(l.req.disconnect_after_ms) * 1e6));
+  a.disconnect_cycles = std::max<std::uint64_t>(
+      1, Clock::instance().ns_to_cycles(static_cast<double>(l.req.disconnect_after_ms) * 1e6));
   a.sent = p.first_seq;
   // A memory-polling drop subscriber that missed more than a ring while connecting starts one
   // ring back: it finds its first slot lapped and counts the loss.

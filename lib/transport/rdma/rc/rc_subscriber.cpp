@@ -22,9 +22,9 @@ namespace {
 
 constexpr std::uint64_t kDefaultCapacity = 16384;  // PublisherConfig's default ring_capacity
 
-std::uint64_t ms_to_ticks(std::chrono::milliseconds ms) {
+std::uint64_t ms_to_cycles(std::chrono::milliseconds ms) {
   return std::max<std::uint64_t>(
-      1, Clock::instance().ns_to_ticks(static_cast<double>(ms.count()) * 1e6));
+      1, Clock::instance().ns_to_cycles(static_cast<double>(ms.count()) * 1e6));
 }
 
 }  // namespace
@@ -46,7 +46,7 @@ RcSubscriber::RcSubscriber(const SubscriberConfig& config, const Overrides& over
   }
   rdma::require_device(r.device, "rc");
   (void)Clock::instance();
-  silence_ticks_ = ms_to_ticks(config_.publisher_timeout);
+  silence_cycles_ = ms_to_cycles(config_.publisher_timeout);
 
   std::uint64_t capacity = config_.ring_capacity != 0 ? config_.ring_capacity : kDefaultCapacity;
   std::uint64_t geometry_max = 0;
@@ -289,7 +289,7 @@ SubscriberState RcSubscriber::state() const noexcept {
   if (beat != last_beat_) {
     last_beat_ = beat;
     beat_seen_at_ = now;
-  } else if (now - beat_seen_at_ > silence_ticks_) {
+  } else if (now - beat_seen_at_ > silence_cycles_) {
     return SubscriberState::publisher_gone;
   }
   return SubscriberState::active;

@@ -124,8 +124,8 @@ class RcSubscriber final : public detail::SubscriberTransport {
 
   // Liveness (state() is const and cheap: it remembers when the heartbeat last changed).
   mutable std::uint64_t last_beat_ = 0;
-  mutable std::uint64_t beat_seen_at_ = 0;  // Clock ticks
-  std::uint64_t silence_ticks_ = 0;
+  mutable std::uint64_t beat_seen_at_ = 0;  // Clock cycles
+  std::uint64_t silence_cycles_ = 0;
   std::atomic<std::uint32_t> loss_{0};  // PeerLoss, from the CM thread or a failed post/poll
 
   std::jthread cm_thread_;

@@ -42,7 +42,7 @@ struct alignas(kCacheLine) DatagramHeader {
   std::uint8_t reserved;
   std::uint8_t recovery_addr[16];  // IPv4 in the first 4 bytes, or IPv6, network order
   std::uint64_t history;        // ticks the publisher keeps for recovery
-  std::uint64_t send_ts;        // publisher's clock ticks when posted (diagnostics)
+  std::uint64_t send_ts;        // publisher's clock cycles when posted (diagnostics)
 };
 static_assert(sizeof(DatagramHeader) == 64);
 static_assert(offsetof(DatagramHeader, session) == 8);

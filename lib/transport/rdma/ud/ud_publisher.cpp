@@ -156,9 +156,9 @@ UdPublisher::UdPublisher(const PublisherConfig& config)
     w.wr.ud.remote_qkey = membership_->qkey();
   }
 
-  heartbeat_ticks_ = clock.ns_to_ticks(
+  heartbeat_cycles_ = clock.ns_to_cycles(
       static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(r.heartbeat_interval).count()));
-  batch_delay_ticks_ = clock.ns_to_ticks(static_cast<double>(r.batch_delay.count()));
+  batch_delay_cycles_ = clock.ns_to_cycles(static_cast<double>(r.batch_delay.count()));
 
   logger()->info(
       "UD publisher: session {:016x} to group {} from {} on {} (MTU {}, {} tick(s)/datagram, "

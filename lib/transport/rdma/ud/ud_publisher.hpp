@@ -95,8 +95,8 @@ class UdPublisher final : public detail::PublisherTransport {
   std::uint32_t signal_every_ = 1;
   std::uint64_t session_ = 0;
   std::uint64_t history_mask_ = 0;
-  std::uint64_t heartbeat_ticks_ = 0;    // clock ticks between heartbeats when idle
-  std::uint64_t batch_delay_ticks_ = 0;  // clock ticks a partial datagram may wait
+  std::uint64_t heartbeat_cycles_ = 0;    // clock cycles between heartbeats when idle
+  std::uint64_t batch_delay_cycles_ = 0;  // clock cycles a partial datagram may wait
 
   // Data path state (publishing thread only).
   alignas(kCacheLine) Slot* history_ = nullptr;
@@ -105,10 +105,10 @@ class UdPublisher final : public detail::PublisherTransport {
   std::unique_ptr<ibv_sge[]> sges_;     // three per work request: header, history, wrapped rest
   std::uint64_t next_seq_ = 1;
   std::uint64_t pending_first_ = 1;  // ticks [pending_first_, next_seq_) are not sent yet
-  std::uint64_t pending_since_ = 0;  // clock ticks when the first of them was published
+  std::uint64_t pending_since_ = 0;  // clock cycles when the first of them was published
   std::uint64_t posted_ = 0;         // work requests posted
   std::uint64_t retired_ = 0;        // work requests known complete
-  std::uint64_t last_post_ = 0;      // clock ticks of the last datagram (heartbeat pacing)
+  std::uint64_t last_post_ = 0;      // clock cycles of the last datagram (heartbeat pacing)
   bool end_sent_ = false;
   bool qp_failed_ = false;
   PublisherCounters counters_{};

@@ -132,14 +132,14 @@ PublishResult UdPublisher::publish(std::span<const Tick> ticks) noexcept {
 
   // A partial datagram goes now (no batch delay), or once it has waited batch_delay.
   const std::uint64_t pending = next_seq_ - pending_first_;
-  if (pending != 0 && (batch_delay_ticks_ == 0 || now - pending_since_ >= batch_delay_ticks_)) {
+  if (pending != 0 && (batch_delay_cycles_ == 0 || now - pending_since_ >= batch_delay_cycles_)) {
     if (post(DatagramKind::data, pending_first_, static_cast<std::uint32_t>(pending), now)) {
       pending_first_ += pending;
     }
   }
   // Idle: a heartbeat carries the next sequence to be sent, so that subscribers see a lost
   // tail and know we are alive.
-  if (now - last_post_ >= heartbeat_ticks_) {
+  if (now - last_post_ >= heartbeat_cycles_) {
     (void)post(DatagramKind::heartbeat, pending_first_, 0, now);
   }
   return {PublishStatus::ok, static_cast<std::uint32_t>(accepted), 0};

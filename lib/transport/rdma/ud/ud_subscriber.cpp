@@ -123,9 +123,9 @@ UdSubscriber::UdSubscriber(const SubscriberConfig& config) : config_(validated(c
                                                 r.connect_timeout);
   }
 
-  publisher_timeout_ticks_ = clock.ns_to_ticks(static_cast<double>(
+  publisher_timeout_cycles_ = clock.ns_to_cycles(static_cast<double>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(config_.publisher_timeout).count()));
-  retry_ticks_ = clock.ns_to_ticks(1e9);
+  retry_cycles_ = clock.ns_to_cycles(1e9);
   conductor_ = std::jthread([this](std::stop_token st) { conductor_loop(st); });
 
   std::string names;
@@ -257,7 +257,7 @@ SubscriberState UdSubscriber::state() const noexcept {
     const std::uint64_t last = g->last_heard.load(std::memory_order_relaxed);
     if (last == 0) {
       all_heard = false;
-    } else if (now > last && now - last > publisher_timeout_ticks_) {
+    } else if (now > last && now - last > publisher_timeout_cycles_) {
       return SubscriberState::publisher_gone;
     }
   }
@@ -276,7 +276,7 @@ std::string UdSubscriber::reason() const {
     if (g->ended.load(std::memory_order_acquire)) {
       why = "publisher session " + std::string(session) + " on group " + g->text +
             " ended its stream";
-    } else if (last != 0 && now > last && now - last > publisher_timeout_ticks_) {
+    } else if (last != 0 && now > last && now - last > publisher_timeout_cycles_) {
       why = "publisher session " + std::string(session) + " on group " + g->text + " silent for " +
             std::to_string(static_cast<long long>(clock.to_ns(now - last) / 1e6)) +
             " ms (publisher_timeout " + std::to_string(config_.publisher_timeout.count()) + " ms)";

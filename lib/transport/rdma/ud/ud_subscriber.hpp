@@ -120,7 +120,7 @@ class UdSubscriber final : public detail::SubscriberTransport {
     SequenceTracker tracker;
     bool reading = false;
     Hole read_range{};
-    std::uint64_t retry_at = 0;     // clock ticks: when a failed link may be tried again
+    std::uint64_t retry_at = 0;     // clock cycles: when a failed link may be tried again
     std::uint64_t ticks = 0;
     std::uint64_t datagrams = 0;
     std::uint64_t heartbeats = 0;
@@ -130,7 +130,7 @@ class UdSubscriber final : public detail::SubscriberTransport {
     std::uint64_t reads = 0;
     std::uint64_t read_errors = 0;
     std::uint64_t hook_dropped = 0;
-    std::atomic<std::uint64_t> last_heard{0};  // clock ticks of the last datagram of our session
+    std::atomic<std::uint64_t> last_heard{0};  // clock cycles of the last datagram of our session
     std::atomic<bool> ended{false};             // the publisher sent its end datagram
   };
 
@@ -173,8 +173,8 @@ class UdSubscriber final : public detail::SubscriberTransport {
   std::uint32_t window_ticks_ = 0;
   std::uint32_t staging_ticks_ = 0;
   std::uint32_t recv_batch_ = 32;
-  std::uint64_t publisher_timeout_ticks_ = 0;
-  std::uint64_t retry_ticks_ = 0;
+  std::uint64_t publisher_timeout_cycles_ = 0;
+  std::uint64_t retry_cycles_ = 0;
   std::uint32_t idle_polls_ = 0;
   std::atomic<bool> closing_{false};
   DropHook drop_hook_ = nullptr;

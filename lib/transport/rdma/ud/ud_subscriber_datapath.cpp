@@ -187,7 +187,7 @@ void UdSubscriber::drive_recovery(Group& g, std::uint64_t now) noexcept {
     tr.give_up(tr.highest());
     if (st == Link::failed) {
       if (g.retry_at == 0) {
-        g.retry_at = now + retry_ticks_;
+        g.retry_at = now + retry_cycles_;
       } else if (now >= g.retry_at) {
         g.retry_at = 0;
         Link failed = Link::failed;
