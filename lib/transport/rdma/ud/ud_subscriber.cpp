@@ -166,7 +166,7 @@ void UdSubscriber::conductor_loop(std::stop_token st) {
     fds.clear();
     for (auto& g : groups_) {
       fds.push_back({g->channel.fd(), POLLIN, 0});
-      if (g->link.load(std::memory_order_acquire) == Link::ready) {
+      if (g->recovery_state.load(std::memory_order_acquire) == RecoveryState::ready) {
         fds.push_back({g->recovery->event_fd(), POLLIN, 0});
       }
     }
@@ -193,19 +193,19 @@ constexpr std::uint32_t kConnectAttempts = 3;  // in a row, before recovery is u
 }  // namespace
 
 void UdSubscriber::serve_link(Group& g) {
-  Link s = g.link.load(std::memory_order_acquire);
-  if (s == Link::broken) {
+  RecoveryState s = g.recovery_state.load(std::memory_order_acquire);
+  if (s == RecoveryState::broken) {
     logger()->info("UD subscriber: group {}: recovery link to {} broken; reconnecting", g.text,
                    g.recovery ? g.recovery->describe() : std::string("?"));
     g.recovery.reset();
-    g.link.store(Link::wanted, std::memory_order_release);
-    s = Link::wanted;
+    g.recovery_state.store(RecoveryState::wanted, std::memory_order_release);
+    s = RecoveryState::wanted;
   }
-  if (s == Link::ready) {
+  if (s == RecoveryState::ready) {
     g.recovery->check_events();
     return;
   }
-  if (s != Link::wanted) return;
+  if (s != RecoveryState::wanted) return;
 
   RecoveryLink::Params p;
   if (configured_endpoint_) {
@@ -225,7 +225,7 @@ void UdSubscriber::serve_link(Group& g) {
     logger()->info("UD subscriber: group {}: recovery link {} (history {} ticks)", g.text,
                    g.recovery->describe(), g.recovery->history());
     g.connect_failures = 0;
-    g.link.store(Link::ready, std::memory_order_release);
+    g.recovery_state.store(RecoveryState::ready, std::memory_order_release);
   } catch (const std::exception& e) {
     // rdma_cm's connection messages are datagrams: on a lossy fabric one can go missing and the
     // attempt time out. Try again at once a few times, holes waiting, before declaring
@@ -244,7 +244,7 @@ void UdSubscriber::serve_link(Group& g) {
     logger()->warn("UD subscriber: group {}: recovery from {} unavailable: {}", g.text,
                    p.publisher.str(), e.what());
     g.recovery.reset();
-    g.link.store(Link::failed, std::memory_order_release);
+    g.recovery_state.store(RecoveryState::failed, std::memory_order_release);
   }
 }
 
@@ -286,7 +286,8 @@ std::string UdSubscriber::reason() const {
       std::lock_guard lock(mutex_);
       link_error = g->link_error;
     }
-    if (!link_error.empty() && g->link.load(std::memory_order_acquire) == Link::failed) {
+    if (!link_error.empty() &&
+        g->recovery_state.load(std::memory_order_acquire) == RecoveryState::failed) {
       why += (why.empty() ? "" : "; ") + link_error;
     }
     if (!why.empty()) out += (out.empty() ? "" : "; ") + why;

@@ -4,7 +4,7 @@
 //
 // Threads: the polling thread (poll(): the data path) and a conductor (control plane: opens
 // and tears down the recovery connections, watches rdma_cm events). They share, per group, one
-// atomic link state; the conductor creates or destroys a RecoveryLink only while the polling
+// atomic RecoveryState; the conductor creates or destroys a RecoveryLink only while the polling
 // thread cannot be using it (states below).
 //
 // Streams of several groups are independent: each is delivered in its own order, interleaved.
@@ -79,10 +79,10 @@ class UdSubscriber final : public detail::SubscriberTransport {
   void set_drop_hook(DropHook hook, void* context) noexcept;
 
  private:
-  // Recovery link states: the polling thread moves idle->wanted, failed->wanted (retry) and
-  // ready->broken; the conductor moves wanted->ready/failed and broken->wanted, and touches the
-  // link only in wanted and broken.
-  enum class Link : int { idle, wanted, ready, broken, failed };
+  // States of a group's recovery link (its RecoveryLink): the polling thread moves
+  // idle->wanted, failed->wanted (retry) and ready->broken; the conductor moves
+  // wanted->ready/failed and broken->wanted, and touches the link only in wanted and broken.
+  enum class RecoveryState : int { idle, wanted, ready, broken, failed };
 
   struct Group {
     Group() : id(channel, RDMA_PS_UDP) {}
@@ -99,7 +99,7 @@ class UdSubscriber final : public detail::SubscriberTransport {
     std::unique_ptr<ibv_sge[]> sges;
     MappedRegion window_mem;
     // Recovery.
-    std::atomic<Link> link{Link::idle};
+    std::atomic<RecoveryState> recovery_state{RecoveryState::idle};
     std::unique_ptr<RecoveryLink> recovery;  // conductor-owned; used by the poller when ready
     // The publisher's recovery endpoint from its headers, written by the poller before the
     // link goes idle->wanted (the conductor reads it after).

@@ -44,9 +44,9 @@ void UdSubscriber::adopt_session(Group& g, const DatagramHeader& h) noexcept {
     std::memcpy(g.ep_addr, h.recovery_addr, sizeof g.ep_addr);
     g.ep_port = h.recovery_port;
     // Connect at join: the link is up before the first hole, or the late join needs it now.
-    Link idle = Link::idle;
-    g.link.compare_exchange_strong(idle, Link::wanted, std::memory_order_release,
-                                   std::memory_order_relaxed);
+    RecoveryState idle = RecoveryState::idle;
+    g.recovery_state.compare_exchange_strong(idle, RecoveryState::wanted,
+                                             std::memory_order_release, std::memory_order_relaxed);
   }
 }
 
@@ -157,42 +157,43 @@ void UdSubscriber::drive_recovery(Group& g, std::uint64_t now) noexcept {
     g.reading = false;
     if (r < 0) {
       ++g.read_errors;
-      g.link.store(Link::broken, std::memory_order_release);
+      g.recovery_state.store(RecoveryState::broken, std::memory_order_release);
       return;
     }
     ++g.reads;
     (void)tr.recovered(g.recovery->staging(), g.read_range.lo, g.read_range.size());
   }
   if (!tr.started() || !tr.behind()) return;
-  const Link st = g.link.load(std::memory_order_acquire);
-  if (st == Link::ready) {
+  const RecoveryState st = g.recovery_state.load(std::memory_order_acquire);
+  if (st == RecoveryState::ready) {
     if (g.recovery->disconnected()) {
-      g.link.store(Link::broken, std::memory_order_release);
+      g.recovery_state.store(RecoveryState::broken, std::memory_order_release);
       return;
     }
     const Hole hole = tr.first_hole(g.recovery->staging_ticks());
     if (hole.empty()) return;
     if (g.recovery->post_read(hole.lo, static_cast<std::uint32_t>(hole.size())) != 0) {
       ++g.read_errors;
-      g.link.store(Link::broken, std::memory_order_release);
+      g.recovery_state.store(RecoveryState::broken, std::memory_order_release);
       return;
     }
     g.reading = true;
     g.read_range = hole;
     return;
   }
-  if (st == Link::failed || st == Link::idle) {
+  if (st == RecoveryState::failed || st == RecoveryState::idle) {
     // No recovery: the publisher advertises none, or cannot be reached. Holes are lost.
     if (tr.first_hole(1).empty()) return;
     tr.give_up(tr.highest());
-    if (st == Link::failed) {
+    if (st == RecoveryState::failed) {
       if (g.retry_at == 0) {
         g.retry_at = now + retry_cycles_;
       } else if (now >= g.retry_at) {
         g.retry_at = 0;
-        Link failed = Link::failed;
-        g.link.compare_exchange_strong(failed, Link::wanted, std::memory_order_release,
-                                       std::memory_order_relaxed);
+        RecoveryState failed = RecoveryState::failed;
+        g.recovery_state.compare_exchange_strong(failed, RecoveryState::wanted,
+                                                 std::memory_order_release,
+                                                 std::memory_order_relaxed);
       }
     }
   }
