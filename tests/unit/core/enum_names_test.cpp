@@ -60,9 +60,13 @@ TEST_CASE("userVisibleWordsStayTheSame") {
 TEST_CASE("anRcLinkStateIsShownByItsOwnName") {
   using rdma::rc::LinkState;
   // One name, one meaning: no state prints another's word ("connecting" is a subscriber's).
+  CHECK(std::string(to_string(LinkState::free)) == "free");
   CHECK(std::string(to_string(LinkState::claimed)) == "claimed");
+  CHECK(std::string(to_string(LinkState::joining)) == "joining");
   CHECK(std::string(to_string(LinkState::reserved)) == "reserved");
-  CHECK(std::string(to_string(LinkState::retired)) == "retired");
+  CHECK(std::string(to_string(LinkState::established)) == "established");
   CHECK(std::string(to_string(LinkState::active)) == "active");
+  CHECK(std::string(to_string(LinkState::leaving)) == "leaving");
+  CHECK(std::string(to_string(LinkState::retired)) == "retired");
   CHECK(std::string(to_string(static_cast<LinkState>(99))) == "unknown");
 }

@@ -49,6 +49,9 @@ constexpr tickrail::detail::EnumName<LinkEnd> kLinkEndNames[] = {{LinkEnd::none,
     {LinkEnd::disconnected, "disconnected"}, {LinkEnd::failed, "failed (work completion error)"},
     {LinkEnd::evicted, "evicted (slow consumer)"}, {LinkEnd::timed_out, "timed out while connecting"},
     {LinkEnd::closed, "publisher closed"}};
+// Every state has its own entry: none prints "unknown" or another's word.
+static_assert(tickrail::detail::names_every_value(kLinkStateNames));
+static_assert(tickrail::detail::names_every_value(kLinkEndNames));
 }  // namespace
 
 const char* to_string(LinkState s) noexcept {
