@@ -254,10 +254,9 @@ double throughput_run(const Options& o, RcPolling polling, int subscribers) {
   return static_cast<double>(o.ticks) / (Clock::instance().to_ns(t1 - t0) * 1e-9);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Options o;
+// Parses the command line into `o`; an exit status when the program ends here (--help, a bad
+// option, no address).
+std::optional<int> parse_options(int argc, char** argv, Options& o) {
   o.device = env("TICKRAIL_RDMA_DEV");
   o.addr = env("TICKRAIL_RDMA_ADDR");
   cli::Cli command("tickrail-bench-rc", "tickrail-bench-rc: tickrail RC transport next to perftest, same device, same run");
@@ -281,6 +280,82 @@ int main(int argc, char** argv) {
     return cli::kExitUsage;
   }
   if (o.device.empty()) o.device = "rxe0";
+  return std::nullopt;
+}
+
+// The latency rounds, contenders alternating, then their table and ratios to perftest.
+void latency(const Options& o, nlohmann::json& out) {
+  std::vector<double> perftest_typical;
+  Histogram mem_all, cq_all;
+  std::vector<TableRow> rows;
+  for (int r = 0; r < o.rounds; ++r) {
+    if (o.perftest) {
+      const auto lat = perftest_pair("ib_write_lat", "-d " + o.device + " -s 64 -n " +
+                                                         std::to_string(o.samples) + " -F");
+      if (const auto v = lat ? result_line(*lat) : std::nullopt; v && v->size() >= 5) {
+        perftest_typical.push_back((*v)[4]);
+        std::cout << "round " << r << ": ib_write_lat t_typical " << (*v)[4] << " us\n";
+      } else {
+        std::cout << "round " << r << ": ib_write_lat failed\n" << lat.value_or("") << "\n";
+      }
+    }
+    const Summary m = latency_round(o, RcPolling::memory, mem_all);
+    std::cout << "round " << r << ": tickrail memory polling p50 " << m.p50_ns / 1000 << " us\n";
+    const Summary q = latency_round(o, RcPolling::cq, cq_all);
+    std::cout << "round " << r << ": tickrail CQ polling p50 " << q.p50_ns / 1000 << " us\n";
+    std::cout.flush();
+  }
+  rows.push_back({"rc memory (one-way)", summarize(mem_all)});
+  rows.push_back({"rc cq (one-way)", summarize(cq_all)});
+  std::cout << "\nlatency, ns (" << o.rounds << " rounds x " << o.samples << " samples, one tick every "
+            << o.gap_us << " us):\n"
+            << format_table(rows);
+  double perf_median = 0;
+  if (!perftest_typical.empty()) {
+    std::sort(perftest_typical.begin(), perftest_typical.end());
+    perf_median = perftest_typical[perftest_typical.size() / 2];
+    std::cout << "ib_write_lat -s 64 t_typical (RTT/2), median of rounds: " << perf_median
+              << " us\n";
+    for (const auto& row : rows) {
+      std::cout << "  " << row.name << " p50 / t_typical = "
+                << row.summary.p50_ns / 1000.0 / perf_median << "\n";
+    }
+  }
+  out["latency"]["memory"] = to_json(rows[0].summary);
+  out["latency"]["cq"] = to_json(rows[1].summary);
+  out["latency"]["ib_write_lat_t_typical_us"] = perftest_typical;
+}
+
+// Throughput to 1 and 4 subscribers in each polling mode, then perftest's message rate.
+void throughput(const Options& o, nlohmann::json& out) {
+  std::cout << "\nthroughput, ticks/s (" << o.ticks << " ticks, batches of " << o.batch
+            << ", block):\n";
+  for (const RcPolling polling : {RcPolling::memory, RcPolling::cq}) {
+    for (const int subs : {1, 4}) {
+      const double rate = throughput_run(o, polling, subs);
+      std::cout << "  rc " << to_string(polling) << " to " << subs << " subscriber(s): " << rate
+                << "\n";
+      out["throughput"][to_string(polling)][std::to_string(subs)] = rate;
+    }
+  }
+  if (o.perftest) {
+    const auto bw = perftest_pair("ib_write_bw", "-d " + o.device + " -s 64 -n " +
+                                                     std::to_string(o.ticks) + " -F");
+    if (const auto v = bw ? result_line(*bw) : std::nullopt; v && v->size() >= 5) {
+      std::cout << "  ib_write_bw -s 64: " << (*v)[4] * 1e6 << " messages/s (" << (*v)[3]
+                << " MB/s average)\n";
+      out["throughput"]["ib_write_bw_msgs_per_s"] = (*v)[4] * 1e6;
+    } else {
+      std::cout << "  ib_write_bw failed\n" << bw.value_or("") << "\n";
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (const auto status = parse_options(argc, argv, o)) return *status;
   ::setenv("TICKRAIL_RDMA_ADDR_FOR_PERFTEST", o.addr.c_str(), 1);
   (void)Clock::instance();
   std::cout << "clock: " << Clock::instance().describe() << "\n";
@@ -288,68 +363,9 @@ int main(int argc, char** argv) {
   nlohmann::json out;
   out["device"] = o.device;
   out["latency_kind"] = "tickrail: one-way; ib_write_lat t_typical: RTT/2";
-  std::vector<double> perftest_typical;
-  Histogram mem_all, cq_all;
-  std::vector<TableRow> rows;
   try {
-    for (int r = 0; r < o.rounds; ++r) {
-      if (o.perftest) {
-        const auto lat = perftest_pair("ib_write_lat", "-d " + o.device + " -s 64 -n " +
-                                                           std::to_string(o.samples) + " -F");
-        if (const auto v = lat ? result_line(*lat) : std::nullopt; v && v->size() >= 5) {
-          perftest_typical.push_back((*v)[4]);
-          std::cout << "round " << r << ": ib_write_lat t_typical " << (*v)[4] << " us\n";
-        } else {
-          std::cout << "round " << r << ": ib_write_lat failed\n" << lat.value_or("") << "\n";
-        }
-      }
-      const Summary m = latency_round(o, RcPolling::memory, mem_all);
-      std::cout << "round " << r << ": tickrail memory polling p50 " << m.p50_ns / 1000 << " us\n";
-      const Summary q = latency_round(o, RcPolling::cq, cq_all);
-      std::cout << "round " << r << ": tickrail CQ polling p50 " << q.p50_ns / 1000 << " us\n";
-      std::cout.flush();
-    }
-    rows.push_back({"rc memory (one-way)", summarize(mem_all)});
-    rows.push_back({"rc cq (one-way)", summarize(cq_all)});
-    std::cout << "\nlatency, ns (" << o.rounds << " rounds x " << o.samples << " samples, one tick every "
-              << o.gap_us << " us):\n"
-              << format_table(rows);
-    double perf_median = 0;
-    if (!perftest_typical.empty()) {
-      std::sort(perftest_typical.begin(), perftest_typical.end());
-      perf_median = perftest_typical[perftest_typical.size() / 2];
-      std::cout << "ib_write_lat -s 64 t_typical (RTT/2), median of rounds: " << perf_median
-                << " us\n";
-      for (const auto& row : rows) {
-        std::cout << "  " << row.name << " p50 / t_typical = "
-                  << row.summary.p50_ns / 1000.0 / perf_median << "\n";
-      }
-    }
-    out["latency"]["memory"] = to_json(rows[0].summary);
-    out["latency"]["cq"] = to_json(rows[1].summary);
-    out["latency"]["ib_write_lat_t_typical_us"] = perftest_typical;
-
-    std::cout << "\nthroughput, ticks/s (" << o.ticks << " ticks, batches of " << o.batch
-              << ", block):\n";
-    for (const RcPolling polling : {RcPolling::memory, RcPolling::cq}) {
-      for (const int subs : {1, 4}) {
-        const double rate = throughput_run(o, polling, subs);
-        std::cout << "  rc " << to_string(polling) << " to " << subs << " subscriber(s): " << rate
-                  << "\n";
-        out["throughput"][to_string(polling)][std::to_string(subs)] = rate;
-      }
-    }
-    if (o.perftest) {
-      const auto bw = perftest_pair("ib_write_bw", "-d " + o.device + " -s 64 -n " +
-                                                       std::to_string(o.ticks) + " -F");
-      if (const auto v = bw ? result_line(*bw) : std::nullopt; v && v->size() >= 5) {
-        std::cout << "  ib_write_bw -s 64: " << (*v)[4] * 1e6 << " messages/s (" << (*v)[3]
-                  << " MB/s average)\n";
-        out["throughput"]["ib_write_bw_msgs_per_s"] = (*v)[4] * 1e6;
-      } else {
-        std::cout << "  ib_write_bw failed\n" << bw.value_or("") << "\n";
-      }
-    }
+    latency(o, out);
+    throughput(o, out);
   } catch (const std::exception& e) {
     std::cerr << "tickrail-bench-rc: " << e.what() << "\n";
     return 1;

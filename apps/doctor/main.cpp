@@ -15,16 +15,19 @@
 
 using namespace tickrail;
 
-int main(int argc, char** argv) {
-  cli::Cli cli("tickrail-doctor",
-               "tickrail-doctor: checks this host for RDMA, cores, memory and clock settings.\n"
-               "Exit status 1 means a check FAILed (the table says which and how to fix it).");
+namespace {
+
+struct Args {
   doctor::Options o;
   std::string config;
   std::vector<std::string> only;
   bool json = false, no_color = false, list = false;
+};
+
+void declare(cli::Cli& cli, Args& a) {
+  doctor::Options& o = a.o;
   cli.option("--config", "a tickrail TOML file: check its transports, rings and cpus",
-             [&](const std::string& v) { config = v; })
+             [&](const std::string& v) { a.config = v; })
       ->type_name("FILE");
   cli.option("--cpus", "cores the hot threads run on, e.g. 2,3 or 2-5",
              [&](const std::string& v) {
@@ -36,45 +39,59 @@ int main(int argc, char** argv) {
              });
   cli.option("--device", "check only this RDMA device (e.g. rxe0, mlx5_0)", [&](const std::string& v) { o.device = v; });
   cli.option("--address", "local RoCE address whose GID must exist", [&](const std::string& v) { o.address = v; });
-  cli.app().add_option("--only", only, "run only these checks (see --list)")->allow_extra_args(false);
+  cli.app().add_option("--only", a.only, "run only these checks (see --list)")->allow_extra_args(false);
   cli.option("--root", "directory holding the sys/ and proc/ to read (tests; default /)",
              [&](const std::string& v) { o.root = v; });
   cli.option("--sample-ms", "how long to sample SMT sibling load (0..10000, default 200)", [&](const std::string& v) {
     o.busy_sample = std::chrono::milliseconds(cli::parse_integer(v, "--sample-ms", 0, 10000));
   });
-  cli.flag("--json", "print the findings as JSON", [&] { json = true; });
-  cli.flag("--no-color", "no ANSI colours in the table", [&] { no_color = true; });
-  cli.flag("--list", "list the checks and exit", [&] { list = true; });
+  cli.flag("--json", "print the findings as JSON", [&] { a.json = true; });
+  cli.flag("--no-color", "no ANSI colours in the table", [&] { a.no_color = true; });
+  cli.flag("--list", "list the checks and exit", [&] { a.list = true; });
   cli.value_names({{"--cpus", "LIST"}, {"--device", "DEV"}, {"--address", "A"}, {"--root", "DIR"},
                    {"--sample-ms", "MS"}});
-  o.busy_sample = std::chrono::milliseconds(200);
+}
+
+int check(const cli::Cli& cli, Args& a) {
+  if (a.list) {
+    for (const doctor::Check& c : doctor::checks()) std::printf("%-11s %s\n", c.name, c.title);
+    return cli::kExitOk;
+  }
+  if (!a.config.empty()) {
+    doctor::load_config(a.config, a.o);
+    // A config that does not load is the user's to fix before anything is checked.
+    for (const std::string& e : a.o.config_errors) cli.note("error: " + e);
+    if (!a.o.config_errors.empty()) return cli::kExitUsage;
+  }
+  doctor::Report r;
+  try {
+    r = doctor::run(a.o, a.only);
+  } catch (const Error& e) {
+    // The one argument run() rejects is a name in --only that is not a check.
+    if (e.code() != make_error_code(Errc::invalid_argument)) throw;
+    throw Error(Errc::config_error, "--only: " + cli::message_of(e));
+  }
+  if (a.json) {
+    std::printf("%s\n", doctor::format_json(r).c_str());
+  } else {
+    std::printf("%s", doctor::format_text(r, !a.no_color && ::isatty(STDOUT_FILENO) != 0).c_str());
+  }
+  return r.passed() ? cli::kExitOk : cli::kExitFailure;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cli::Cli cli("tickrail-doctor",
+               "tickrail-doctor: checks this host for RDMA, cores, memory and clock settings.\n"
+               "Exit status 1 means a check FAILed (the table says which and how to fix it).");
+  Args a;
+  declare(cli, a);
+  a.o.busy_sample = std::chrono::milliseconds(200);
   if (const auto status = cli.parse(argc, argv)) return *status;
 
   return cli.run([&] {
     cli.apply_overrides();
-    if (list) {
-      for (const doctor::Check& c : doctor::checks()) std::printf("%-11s %s\n", c.name, c.title);
-      return cli::kExitOk;
-    }
-    if (!config.empty()) {
-      doctor::load_config(config, o);
-      // A config that does not load is the user's to fix before anything is checked.
-      for (const std::string& e : o.config_errors) cli.note("error: " + e);
-      if (!o.config_errors.empty()) return cli::kExitUsage;
-    }
-    doctor::Report r;
-    try {
-      r = doctor::run(o, only);
-    } catch (const Error& e) {
-      // The one argument run() rejects is a name in --only that is not a check.
-      if (e.code() != make_error_code(Errc::invalid_argument)) throw;
-      throw Error(Errc::config_error, "--only: " + cli::message_of(e));
-    }
-    if (json) {
-      std::printf("%s\n", doctor::format_json(r).c_str());
-    } else {
-      std::printf("%s", doctor::format_text(r, !no_color && ::isatty(STDOUT_FILENO) != 0).c_str());
-    }
-    return r.passed() ? cli::kExitOk : cli::kExitFailure;
+    return check(cli, a);
   });
 }

@@ -218,6 +218,49 @@ void live_line(const Window& w, std::uint64_t total) {
   if (n > 0) (void)!write(STDERR_FILENO, buf, static_cast<std::size_t>(std::min(n, static_cast<int>(sizeof buf) - 1)));
 }
 
+namespace {
+
+// After an empty poll: why the stream ended, or nullptr while it goes on. Gone with nothing left
+// to drain: one more empty poll settles a race with the last ticks, since the state is read
+// after the poll.
+template <class Handler>
+const char* stream_end(Subscriber& sub, Handler& handler, std::size_t want) {
+  const SubscriberState st = sub.state();
+  if (st != SubscriberState::publisher_gone && st != SubscriberState::evicted &&
+      st != SubscriberState::closed) {
+    return nullptr;
+  }
+  if (sub.poll(handler, want) != 0) return nullptr;
+  return st == SubscriberState::evicted ? "evicted" : "publisher_gone";
+}
+
+// The one-second windows of a run: each closed with the Subscriber's own lost count (which also
+// holds ticks lapped before the first receipt), and shown as a live line with --live.
+class LiveWindows {
+ public:
+  LiveWindows(std::uint64_t start, std::uint64_t second)
+      : second_(second), next_(start + second), last_(start) {}
+  [[nodiscard]] bool due(std::uint64_t now) const noexcept { return now >= next_; }
+  void close(std::uint64_t now, Recorder& rec, const Subscriber& sub, bool live) {
+    Window w = rec.take_window(Clock::instance().to_ns(now - last_) * 1e-9);
+    const std::uint64_t lost_now = sub.counters().lost;
+    w.lost = std::max(w.lost, lost_now - lost_seen_);
+    lost_seen_ = lost_now;
+    if (live && rec.received() != 0) live_line(w, rec.received());
+    last_ = now;
+    next_ = now + second_;
+    rec.skip_poll_gap();  // the line was our doing, not the OS's
+  }
+
+ private:
+  std::uint64_t second_;
+  std::uint64_t next_;
+  std::uint64_t last_;
+  std::uint64_t lost_seen_ = 0;
+};
+
+}  // namespace
+
 void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec, RunInfo& info) {
   const Clock& clock = Clock::instance();
   Subscriber sub(sc);  // waits up to attach_timeout for a live publisher
@@ -226,15 +269,12 @@ void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec
   cli::install_stop_signals();
 
   const std::uint64_t start = Clock::now();
-  const std::uint64_t second = clock.ns_to_cycles(1e9);
   const std::uint64_t end = o.duration.count() > 0
                                 ? start + clock.ns_to_cycles(static_cast<double>(o.duration.count()) * 1e6)
                                 : ~std::uint64_t{0};
-  std::uint64_t next_live = start + second;
-  std::uint64_t last_live = start;
+  LiveWindows windows(start, clock.ns_to_cycles(1e9));
   const std::uint64_t limit = o.count == 0 ? ~std::uint64_t{0} : o.count;
   auto handler = [&rec](const Tick& t) { rec.on_tick(t, Clock::now()); };
-  std::uint64_t lost_seen = 0;
 
   for (;;) {
     const std::uint64_t now = Clock::now();
@@ -246,16 +286,10 @@ void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec
       break;
     }
     if (n == 0) {
-      const SubscriberState st = sub.state();
-      if (st == SubscriberState::publisher_gone || st == SubscriberState::evicted ||
-          st == SubscriberState::closed) {
-        // Gone with nothing left to drain: one more empty poll settles a race with the last
-        // ticks, since the state is read after the poll.
-        if (sub.poll(handler, want) == 0) {
-          info.ended = st == SubscriberState::evicted ? "evicted" : "publisher_gone";
-          info.reason = sub.reason();
-          break;
-        }
+      if (const char* why = stream_end(sub, handler, want)) {
+        info.ended = why;
+        info.reason = sub.reason();
+        break;
       }
     }
     if (cli::stop_requested()) [[unlikely]] {
@@ -266,17 +300,7 @@ void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec
       info.ended = "duration";
       break;
     }
-    if (now >= next_live) {
-      Window w = rec.take_window(clock.to_ns(now - last_live) * 1e-9);
-      // The Subscriber's count: also ticks lapped before the first receipt.
-      const std::uint64_t lost_now = sub.counters().lost;
-      w.lost = std::max(w.lost, lost_now - lost_seen);
-      lost_seen = lost_now;
-      if (o.live && rec.received() != 0) live_line(w, rec.received());
-      last_live = now;
-      next_live = now + second;
-      rec.skip_poll_gap();  // the line was our doing, not the OS's
-    }
+    if (windows.due(now)) windows.close(now, rec, sub, o.live);
   }
   info.elapsed_s = clock.to_ns(Clock::now() - start) * 1e-9;
   info.counters = sub.counters();

@@ -92,60 +92,42 @@ void declare(cli::Cli& cli, replay::Options& o, PublisherConfig& pc, bool& quiet
                    {"--udp-port", "P"}, {"--batch", "N"}, {"--cpu", "N"}});
 }
 
-int replay_run(const cli::Cli& cli, const replay::Options& o, const PublisherConfig& pc, bool quiet) {
-  const Clock& clock = Clock::instance();
-  if (o.cpu >= 0) {
-    const PinResult pin = pin_current_thread(o.cpu);
-    if (!pin) throw Error(Errc::invalid_argument, "--cpu: " + pin.message);
-    if (!pin.message.empty()) cli.note("warning: " + pin.message);
+void pin_if_asked(const cli::Cli& cli, const replay::Options& o) {
+  if (o.cpu < 0) return;
+  const PinResult pin = pin_current_thread(o.cpu);
+  if (!pin) throw Error(Errc::invalid_argument, "--cpu: " + pin.message);
+  if (!pin.message.empty()) cli.note("warning: " + pin.message);
+}
+
+void wait_for_subscribers(const cli::Cli& cli, const replay::Options& o, Publisher& pub) {
+  if (o.wait_subscribers == 0) return;
+  const std::uint32_t have = pub.wait_subscribers(o.wait_subscribers, o.wait_timeout, &cli::stop_flag());
+  if (have < o.wait_subscribers) {
+    cli.note("warning: " + std::to_string(have) + " of " + std::to_string(o.wait_subscribers) +
+         " subscribers after " + std::to_string(o.wait_timeout.count()) + " ms; starting anyway");
   }
+}
 
-  std::unique_ptr<feed::TickSource> src = replay::open_input(o);
-  // What takes time (the book's table is touched page by page) is done before the publisher
-  // exists: over RDMA a subscriber connecting meanwhile would find nobody serving it.
-  std::unique_ptr<feed::OrderBook> book = replay::make_book(o);
-  Publisher pub(pc);
-  cli.note("publishing " + src->name() + " on " + to_string(pc.transport) + " channel '" +
-       pc.channel + "', pacing " + to_string(o.pacing) + "; clock " + clock.describe());
-
-  replay::Replayer r(o, *src, pub, std::move(book));
-  cli::install_stop_signals();
-  if (o.wait_subscribers > 0) {
-    const std::uint32_t have = pub.wait_subscribers(o.wait_subscribers, o.wait_timeout, &cli::stop_flag());
-    if (have < o.wait_subscribers) {
-      cli.note("warning: " + std::to_string(have) + " of " + std::to_string(o.wait_subscribers) +
-           " subscribers after " + std::to_string(o.wait_timeout.count()) + " ms; starting anyway");
-    }
-  }
-
-  const bool tty = !quiet && isatty(STDERR_FILENO) == 1;
-  std::function<void(const replay::ProgressLine&)> progress;
+// The progress line on a terminal; into a pipe or a log, one line when a long gap in the feed
+// begins; nothing when quiet.
+std::function<void(const replay::ProgressLine&)> progress_printer(const cli::Cli& cli, bool quiet, bool tty) {
   if (tty) {
-    progress = [](const replay::ProgressLine& p) {
+    return [](const replay::ProgressLine& p) {
       std::fprintf(stderr, "\r%-118s", replay::progress_text(p).c_str());
     };
-  } else if (!quiet) {
-    // Into a pipe or a log: no progress line, but one line when a long gap in the feed begins.
-    progress = [&cli, last = std::uint64_t{0}](const replay::ProgressLine& p) mutable {
-      if (p.wait_ns == 0 || p.wait_feed_ts == last) return;
-      last = p.wait_feed_ts;
-      const std::string line = replay::progress_text(p);
-      cli.note(line.substr(std::min(line.find_first_not_of(' '), line.size())));
-    };
   }
+  if (quiet) return {};
+  return [&cli, last = std::uint64_t{0}](const replay::ProgressLine& p) mutable {
+    if (p.wait_ns == 0 || p.wait_feed_ts == last) return;
+    last = p.wait_feed_ts;
+    const std::string line = replay::progress_text(p);
+    cli.note(line.substr(std::min(line.find_first_not_of(' '), line.size())));
+  };
+}
 
-  std::string failure;
-  try {
-    r.run(&cli::stop_flag(), progress);
-  } catch (const Error& e) {
-    failure = e.what();
-  }
-  if (tty) std::fprintf(stderr, "\r%118s\r", "");
-  if (failure.empty()) drain(pub, o.drain_timeout);
-  const std::vector<SubscriberStatus> subs = pub.subscribers();
-  pub.close();
-
-  const replay::Report rep = replay::make_report(o, *src, r, pub, subs);
+// The summary on stdout (and --json), after the run ended with `failure` ("" when none).
+int report(const cli::Cli& cli, const replay::Options& o, const replay::Report& rep,
+           const std::string& failure) {
   std::fputs(rep.text.c_str(), stdout);
   std::fflush(stdout);
   if (!o.json.empty()) {
@@ -158,6 +140,37 @@ int replay_run(const cli::Cli& cli, const replay::Options& o, const PublisherCon
     return cli::kExitFailure;
   }
   return cli::stop_requested() ? cli::kExitInterrupted : cli::kExitOk;
+}
+
+int replay_run(const cli::Cli& cli, const replay::Options& o, const PublisherConfig& pc, bool quiet) {
+  const Clock& clock = Clock::instance();
+  pin_if_asked(cli, o);
+
+  std::unique_ptr<feed::TickSource> src = replay::open_input(o);
+  // What takes time (the book's table is touched page by page) is done before the publisher
+  // exists: over RDMA a subscriber connecting meanwhile would find nobody serving it.
+  std::unique_ptr<feed::OrderBook> book = replay::make_book(o);
+  Publisher pub(pc);
+  cli.note("publishing " + src->name() + " on " + to_string(pc.transport) + " channel '" +
+       pc.channel + "', pacing " + to_string(o.pacing) + "; clock " + clock.describe());
+
+  replay::Replayer r(o, *src, pub, std::move(book));
+  cli::install_stop_signals();
+  wait_for_subscribers(cli, o, pub);
+
+  const bool tty = !quiet && isatty(STDERR_FILENO) == 1;
+  const std::function<void(const replay::ProgressLine&)> progress = progress_printer(cli, quiet, tty);
+  std::string failure;
+  try {
+    r.run(&cli::stop_flag(), progress);
+  } catch (const Error& e) {
+    failure = e.what();
+  }
+  if (tty) std::fprintf(stderr, "\r%118s\r", "");
+  if (failure.empty()) drain(pub, o.drain_timeout);
+  const std::vector<SubscriberStatus> subs = pub.subscribers();
+  pub.close();
+  return report(cli, o, replay::make_report(o, *src, r, pub, subs), failure);
 }
 
 }  // namespace

@@ -246,44 +246,16 @@ void RcPublisher::on_connect_request(rdma::CmEvent ev) {
   ev = rdma::CmEvent(nullptr);
   rdma::CmId id = rdma::CmId::adopt(raw);
 
-  auto reject = [&](const RejectNote& note) {
-    logger()->warn("publisher '{}': rejected subscriber {}: {}: {}", config_.channel, peer,
-                   to_string(static_cast<RejectReason>(note.reason)), note.text);
-    try {
-      id.reject(std::as_bytes(std::span(&note, 1)));
-    } catch (const std::exception& e) {
-      logger()->warn("publisher '{}': {}", config_.channel, e.what());
-    }
-  };
-
   const auto req = decode_request(std::span(bytes.data(), len));
-  if (!req) {
-    reject(make_reject(RejectReason::malformed, 0,
-                       "not a tickrail RC connect request (" + std::to_string(data.size()) +
-                           " bytes of private data)"));
+  if (const auto note = refusal(req, data.size(), peer, peer_allowed)) {
+    refuse(id, peer, *note);
     return;
   }
-  if (close_guard_.closing()) {
-    reject(make_reject(RejectReason::closing, 0, "the publisher is closing"));
-    return;
-  }
-  if (auto verdict = judge(*req, terms_)) {
-    reject(*verdict);
-    return;
-  }
-  if (!peer_allowed) {
-    reject(make_reject(RejectReason::not_allowed, 0,
-                       "address " + peer + " is not in the publisher's allow-list"));
-    return;
-  }
-  Link* slot = nullptr;
-  for (std::uint32_t i = 0; i < config_.max_subscribers && slot == nullptr; ++i) {
-    if (cas(links_[i].state, LinkState::free, LinkState::claimed)) slot = &links_[i];
-  }
+  Link* slot = claim_link();
   if (slot == nullptr) {
-    reject(make_reject(RejectReason::no_capacity, config_.max_subscribers,
-                       "all " + std::to_string(config_.max_subscribers) +
-                           " subscriber places are taken (max_subscribers)"));
+    refuse(id, peer, make_reject(RejectReason::no_capacity, config_.max_subscribers,
+                                 "all " + std::to_string(config_.max_subscribers) +
+                                     " subscriber places are taken (max_subscribers)"));
     return;
   }
   try {
@@ -291,30 +263,74 @@ void RcPublisher::on_connect_request(rdma::CmEvent ev) {
     setup_link(*slot, std::move(id), *req, peer);
   } catch (const std::exception& e) {
     logger()->error("publisher '{}': set up subscriber {}: {}", config_.channel, peer, e.what());
-    // The id went into the link: reject through it, then free everything.
-    if (slot->id) {
-      const auto* err = dynamic_cast<const Error*>(&e);
-      const RejectNote note = make_reject(
-          RejectReason::resources, 0,
-          err != nullptr && err->code() == Errc::locked_memory
-              ? "its locked-memory limit is too small to register this connection's " +
-                    std::to_string(2 * staging_slots_ * sizeof(Slot) + sizeof(LinkBlock)) +
-                    " bytes (see its log)"
-              : std::string(e.what()));
-      try {
-        slot->id->reject(std::as_bytes(std::span(&note, 1)));
-      } catch (const std::exception&) {
-      }
-    }
-    {
-      const std::lock_guard lock(status_mutex_);
-      slot->teardown();
-    }
-    slot->state.store(st(LinkState::free), std::memory_order_release);
+    abandon_link(*slot, e);
     return;
   }
   slot->state.store(st(LinkState::joining), std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+// Why a connect request (`req`: its `size` bytes of private data, decoded) is refused, in the
+// order the checks are made, or nullopt when it may be served.
+std::optional<RejectNote> RcPublisher::refusal(const std::optional<ConnectRequest>& req,
+                                               std::size_t size, const std::string& peer,
+                                               bool peer_allowed) const {
+  if (!req) {
+    return make_reject(RejectReason::malformed, 0,
+                       "not a tickrail RC connect request (" + std::to_string(size) +
+                           " bytes of private data)");
+  }
+  if (close_guard_.closing()) {
+    return make_reject(RejectReason::closing, 0, "the publisher is closing");
+  }
+  if (auto verdict = judge(*req, terms_)) return verdict;
+  if (!peer_allowed) {
+    return make_reject(RejectReason::not_allowed, 0,
+                       "address " + peer + " is not in the publisher's allow-list");
+  }
+  return std::nullopt;
+}
+
+void RcPublisher::refuse(rdma::CmId& id, const std::string& peer, const RejectNote& note) {
+  logger()->warn("publisher '{}': rejected subscriber {}: {}: {}", config_.channel, peer,
+                 to_string(static_cast<RejectReason>(note.reason)), note.text);
+  try {
+    id.reject(std::as_bytes(std::span(&note, 1)));
+  } catch (const std::exception& e) {
+    logger()->warn("publisher '{}': {}", config_.channel, e.what());
+  }
+}
+
+// A free link, claimed (free -> claimed) for a new connection; nullptr when all are taken.
+Link* RcPublisher::claim_link() noexcept {
+  for (std::uint32_t i = 0; i < config_.max_subscribers; ++i) {
+    if (cas(links_[i].state, LinkState::free, LinkState::claimed)) return &links_[i];
+  }
+  return nullptr;
+}
+
+// A claimed link whose setup threw: the subscriber is told why (through the id, once the link
+// holds it), then everything is freed.
+void RcPublisher::abandon_link(Link& link, const std::exception& e) {
+  if (link.id) {
+    const auto* err = dynamic_cast<const Error*>(&e);
+    const RejectNote note = make_reject(
+        RejectReason::resources, 0,
+        err != nullptr && err->code() == Errc::locked_memory
+            ? "its locked-memory limit is too small to register this connection's " +
+                  std::to_string(2 * staging_slots_ * sizeof(Slot) + sizeof(LinkBlock)) +
+                  " bytes (see its log)"
+            : std::string(e.what()));
+    try {
+      link.id->reject(std::as_bytes(std::span(&note, 1)));
+    } catch (const std::exception&) {
+    }
+  }
+  {
+    const std::lock_guard lock(status_mutex_);
+    link.teardown();
+  }
+  link.state.store(st(LinkState::free), std::memory_order_release);
 }
 
 void RcPublisher::setup_link(Link& link, rdma::CmId id, const ConnectRequest& req,

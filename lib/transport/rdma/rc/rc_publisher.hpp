@@ -31,6 +31,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -202,6 +203,11 @@ class RcPublisher final : public detail::PublisherTransport {
   void cm_loop(std::stop_token st) noexcept;
   void on_event(rdma::CmEvent ev);
   void on_connect_request(rdma::CmEvent ev);
+  std::optional<RejectNote> refusal(const std::optional<ConnectRequest>& req, std::size_t size,
+                                    const std::string& peer, bool peer_allowed) const;
+  void refuse(rdma::CmId& id, const std::string& peer, const RejectNote& note);
+  Link* claim_link() noexcept;
+  void abandon_link(Link& link, const std::exception& e);
   void setup_link(Link& link, rdma::CmId id, const ConnectRequest& req, const std::string& peer);
   void accept(Link& link);
   void to_leaving(Link& link, LinkEnd why) noexcept;

@@ -23,6 +23,14 @@ std::string local_address(const RdmaConfig& r) {
   return device_ipv4(ctx, 1);
 }
 
+std::vector<Address> parse_groups(const RdmaConfig& r) {
+  std::vector<Address> addrs;
+  for (std::size_t i = 0; i < r.groups.size(); ++i) {
+    addrs.push_back(parse_group(r.groups[i], "rdma.groups[" + std::to_string(i) + "]"));
+  }
+  return addrs;
+}
+
 }  // namespace
 
 UdSubscriber::UdSubscriber(const SubscriberConfig& config) : config_(validated(config)) {
@@ -30,13 +38,33 @@ UdSubscriber::UdSubscriber(const SubscriberConfig& config) : config_(validated(c
   const Clock& clock = Clock::instance();
   require_device(r.device, "ud");
   // Parse every group first: a bad one fails before anything is joined.
-  std::vector<Address> addrs;
-  for (std::size_t i = 0; i < r.groups.size(); ++i) {
-    addrs.push_back(parse_group(r.groups[i], "rdma.groups[" + std::to_string(i) + "]"));
-  }
+  const std::vector<Address> addrs = parse_groups(r);
   if (!r.address.empty()) configured_endpoint_ = Address::parse(r.address, r.port);
   const Address src = Address::parse(local_address(r), 0);
 
+  resolve_groups(addrs, src);
+  const std::uint32_t nbufs = create_receive_cq();
+  for (auto& g : groups_) {
+    post_receive_buffers(*g, nbufs);
+    join_group(*g);
+  }
+
+  publisher_timeout_cycles_ = clock.ns_to_cycles(static_cast<double>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(config_.publisher_timeout).count()));
+  retry_cycles_ = clock.ns_to_cycles(1e9);
+  conductor_ = std::jthread([this](std::stop_token st) { conductor_loop(st); });
+
+  std::string names;
+  for (const auto& g : groups_) names += (names.empty() ? "" : ", ") + g->text;
+  logger()->info("UD subscriber: joined {} from {} on {} (MTU {}, {} receive buffers per group, "
+                 "reorder window {} ticks)",
+                 names, src.str(), device_name(groups_.front()->id.verbs()), mtu_, nbufs,
+                 window_ticks_);
+}
+
+// One Group per address, each id resolved from `src`: all on one device.
+void UdSubscriber::resolve_groups(const std::vector<Address>& addrs, const Address& src) {
+  const RdmaConfig& r = config_.rdma;
   for (std::size_t i = 0; i < addrs.size(); ++i) {
     auto g = std::make_unique<Group>();
     g->index = static_cast<std::uint32_t>(i);
@@ -55,7 +83,12 @@ UdSubscriber::UdSubscriber(const SubscriberConfig& config) : config_(validated(c
     }
     groups_.push_back(std::move(g));
   }
+}
 
+// The PD, the geometry (MTU, buffer stride, reorder window, staging) and the one receive CQ of
+// every group; returns the receive buffers each group gets.
+std::uint32_t UdSubscriber::create_receive_cq() {
+  const RdmaConfig& r = config_.rdma;
   ibv_context* verbs = groups_.front()->id.verbs();
   pd_.emplace(verbs);
   mtu_ = active_mtu(groups_.front()->id.get());
@@ -72,67 +105,61 @@ UdSubscriber::UdSubscriber(const SubscriberConfig& config) : config_(validated(c
   recv_cq_.emplace(verbs, static_cast<int>(std::min<std::uint64_t>(
                               std::uint64_t{nbufs} * groups_.size() + 16,
                               static_cast<std::uint64_t>(dev.max_cqe))));
+  return nbufs;
+}
 
-  for (auto& gp : groups_) {
-    Group& g = *gp;
-    g.nbufs = nbufs;
-    const std::size_t bytes = std::size_t{nbufs} * buf_stride_;
-    g.bufs_mem = MappedRegion(bytes);
-    g.bufs_mem.prefault();
-    g.bufs_mr.emplace(*pd_, g.bufs_mem.data(), bytes, IBV_ACCESS_LOCAL_WRITE);
+// The group's registered buffers and UD QP, with every receive work request built once and
+// posted.
+void UdSubscriber::post_receive_buffers(Group& g, std::uint32_t nbufs) {
+  g.nbufs = nbufs;
+  const std::size_t bytes = std::size_t{nbufs} * buf_stride_;
+  g.bufs_mem = MappedRegion(bytes);
+  g.bufs_mem.prefault();
+  g.bufs_mr.emplace(*pd_, g.bufs_mem.data(), bytes, IBV_ACCESS_LOCAL_WRITE);
 
-    ibv_qp_init_attr a{};
-    a.qp_type = IBV_QPT_UD;
-    a.send_cq = recv_cq_->get();
-    a.recv_cq = recv_cq_->get();
-    a.cap.max_send_wr = 1;
-    a.cap.max_recv_wr = nbufs;
-    a.cap.max_send_sge = 1;
-    a.cap.max_recv_sge = 1;
-    g.qp.emplace(g.id, pd_->get(), a);
+  ibv_qp_init_attr a{};
+  a.qp_type = IBV_QPT_UD;
+  a.send_cq = recv_cq_->get();
+  a.recv_cq = recv_cq_->get();
+  a.cap.max_send_wr = 1;
+  a.cap.max_recv_wr = nbufs;
+  a.cap.max_send_sge = 1;
+  a.cap.max_recv_sge = 1;
+  g.qp.emplace(g.id, pd_->get(), a);
 
-    // Every receive work request is built once; a batch repost only relinks its last one.
-    g.wrs = std::make_unique<ibv_recv_wr[]>(nbufs);
-    g.sges = std::make_unique<ibv_sge[]>(nbufs);
-    auto* base = static_cast<std::byte*>(g.bufs_mem.data());
-    for (std::uint32_t i = 0; i < nbufs; ++i) {
-      // The 40-byte GRH fills the end of the buffer's first cache line: the datagram header
-      // starts on the second, and its ticks stay line-aligned.
-      g.sges[i].addr = reinterpret_cast<std::uintptr_t>(base + std::size_t{i} * buf_stride_ +
-                                                        kHeaderBytes - kGrhBytes);
-      g.sges[i].length = static_cast<std::uint32_t>(kGrhBytes) + mtu_;
-      g.sges[i].lkey = g.bufs_mr->lkey();
-      g.wrs[i].wr_id = (std::uint64_t{g.index} << 32) | i;
-      g.wrs[i].sg_list = &g.sges[i];
-      g.wrs[i].num_sge = 1;
-      g.wrs[i].next = i + 1 < nbufs ? &g.wrs[i + 1] : nullptr;
-    }
-    g.repost_from = 0;
-    g.to_repost = nbufs;
-    repost(g);
-    if (g.to_repost != 0) {
-      throw Error(Errc::unsupported, "UD subscriber: posting " + std::to_string(nbufs) +
-                                         " receive buffers on group " + g.text + " failed");
-    }
-
-    g.window_mem = MappedRegion(std::size_t{window_ticks_} * kTickBytes);
-    g.window_mem.prefault();
-    g.tracker = SequenceTracker(static_cast<Tick*>(g.window_mem.data()), window_ticks_);
-
-    g.membership = std::make_unique<Membership>(g.id, g.channel, g.address, Membership::Kind::full,
-                                                r.connect_timeout);
+  // Every receive work request is built once; a batch repost only relinks its last one.
+  g.wrs = std::make_unique<ibv_recv_wr[]>(nbufs);
+  g.sges = std::make_unique<ibv_sge[]>(nbufs);
+  auto* base = static_cast<std::byte*>(g.bufs_mem.data());
+  for (std::uint32_t i = 0; i < nbufs; ++i) {
+    // The 40-byte GRH fills the end of the buffer's first cache line: the datagram header
+    // starts on the second, and its ticks stay line-aligned.
+    g.sges[i].addr = reinterpret_cast<std::uintptr_t>(base + std::size_t{i} * buf_stride_ +
+                                                      kHeaderBytes - kGrhBytes);
+    g.sges[i].length = static_cast<std::uint32_t>(kGrhBytes) + mtu_;
+    g.sges[i].lkey = g.bufs_mr->lkey();
+    g.wrs[i].wr_id = (std::uint64_t{g.index} << 32) | i;
+    g.wrs[i].sg_list = &g.sges[i];
+    g.wrs[i].num_sge = 1;
+    g.wrs[i].next = i + 1 < nbufs ? &g.wrs[i + 1] : nullptr;
   }
+  g.repost_from = 0;
+  g.to_repost = nbufs;
+  repost(g);
+  if (g.to_repost != 0) {
+    throw Error(Errc::unsupported, "UD subscriber: posting " + std::to_string(nbufs) +
+                                       " receive buffers on group " + g.text + " failed");
+  }
+}
 
-  publisher_timeout_cycles_ = clock.ns_to_cycles(static_cast<double>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(config_.publisher_timeout).count()));
-  retry_cycles_ = clock.ns_to_cycles(1e9);
-  conductor_ = std::jthread([this](std::stop_token st) { conductor_loop(st); });
+// The group's reorder window, then the join itself.
+void UdSubscriber::join_group(Group& g) {
+  g.window_mem = MappedRegion(std::size_t{window_ticks_} * kTickBytes);
+  g.window_mem.prefault();
+  g.tracker = SequenceTracker(static_cast<Tick*>(g.window_mem.data()), window_ticks_);
 
-  std::string names;
-  for (const auto& g : groups_) names += (names.empty() ? "" : ", ") + g->text;
-  logger()->info("UD subscriber: joined {} from {} on {} (MTU {}, {} receive buffers per group, "
-                 "reorder window {} ticks)",
-                 names, src.str(), device_name(verbs), mtu_, nbufs, window_ticks_);
+  g.membership = std::make_unique<Membership>(g.id, g.channel, g.address, Membership::Kind::full,
+                                              config_.rdma.connect_timeout);
 }
 
 UdSubscriber::~UdSubscriber() { close(); }

@@ -149,6 +149,13 @@ class UdSubscriber final : public detail::SubscriberTransport {
   std::size_t process_cq(detail::TickSink& sink, std::size_t limit) noexcept;
   using ProcessCq = std::size_t (UdSubscriber::*)(detail::TickSink&, std::size_t) noexcept;
 
+  // Construction steps, in order: groups resolved, one receive CQ, then per group its
+  // buffers posted and the join.
+  void resolve_groups(const std::vector<Address>& addrs, const Address& src);
+  std::uint32_t create_receive_cq();
+  void post_receive_buffers(Group& g, std::uint32_t nbufs);
+  void join_group(Group& g);
+
   // Control plane.
   void conductor_loop(std::stop_token st);
   void serve_link(Group& g);
