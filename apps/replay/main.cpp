@@ -62,7 +62,7 @@ void declare(cli::Cli& cli, replay::Options& o, PublisherConfig& pc, bool& quiet
              [&](const std::string& v) { o.max_gap = replay::parse_duration(v, "--max-gap"); });
   cli.flag("--book", "publish top-of-book quotes built from the order messages", [&] { o.book = true; });
   cli.flag("--skip-bad", "count bad input and go on instead of failing", [&] { o.skip_bad = true; });
-  cli.option("--wait-subscribers", "wait for N subscribers before starting (default 1)",
+  cli.option("--wait-subscribers", "wait for N subscribers before starting (default 1; ud: N connected for recovery)",
              [&](const std::string& v) {
                o.wait_subscribers = static_cast<std::uint32_t>(parse_unsigned(v, "--wait-subscribers", kMaxSubscribers));
              });

@@ -56,20 +56,26 @@ class Publisher {
   // publish() does this too; call it from an idle publishing loop so that subscribers become
   // active before the next tick. Same thread as publish().
   void service() noexcept;
-  // Serves subscriber changes (service()) until at least `n` subscribers are active, `timeout`
-  // has passed or `*stop` turns true, sleeping a millisecond between looks; returns how many
-  // are active then (>= n: reached). Bounded; same thread as publish().
+  // Serves subscriber changes (service()) until subscriber_count() reaches `n`, `timeout` has
+  // passed or `*stop` turns true, sleeping a millisecond between looks; returns
+  // subscriber_count() then (>= n: reached). Bounded; same thread as publish().
   std::uint32_t wait_subscribers(std::uint32_t n, std::chrono::milliseconds timeout,
                                  const std::atomic<bool>* stop = nullptr);
 
   [[nodiscard]] std::uint64_t next_sequence() const noexcept;
-  [[nodiscard]] std::uint32_t subscriber_count() const noexcept;  // active ones, fast
+  // The subscribers this publisher knows it serves, fast. shm and RC: the active ones (attached,
+  // and taken by publish() or service()). UD sends to a multicast group and cannot see who
+  // receives it: it counts the subscribers connected to it for recovery, which each does once it
+  // has heard the publisher (one whose recovery connection failed or was refused is not counted).
+  [[nodiscard]] std::uint32_t subscriber_count() const noexcept;
   [[nodiscard]] const PublisherCounters& counters() const noexcept;
   // The process's live counters (tickrail-stat) carry this publisher's counters, refreshed by
   // publish() and service(), unless PublisherConfig::stats or TICKRAIL_STATS turned them off.
   [[nodiscard]] bool stats_enabled() const noexcept { return stats_.block() != nullptr; }
 
   // Control plane.
+  // A row per subscriber known to the publisher, in whatever state (UD: per recovery
+  // connection, as subscriber_count()).
   [[nodiscard]] std::vector<SubscriberStatus> subscribers() const;
   [[nodiscard]] const PublisherConfig& config() const noexcept;
   // Marks the channel closed (subscribers see it after draining) and releases it. Idempotent.

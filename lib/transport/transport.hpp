@@ -18,6 +18,7 @@ class PublisherTransport {
   virtual ~PublisherTransport() = default;
   virtual PublishResult publish(std::span<const Tick> ticks) noexcept = 0;
   virtual std::uint64_t next_sequence() const noexcept = 0;
+  // What Publisher::subscriber_count() documents: UD counts its recovery connections.
   virtual std::uint32_t subscriber_count() const noexcept = 0;
   virtual const PublisherCounters& counters() const noexcept = 0;
   virtual std::vector<SubscriberStatus> subscribers() const = 0;

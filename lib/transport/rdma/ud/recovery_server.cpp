@@ -179,7 +179,8 @@ std::vector<SubscriberStatus> RecoveryServer::status() const {
     SubscriberStatus s;
     s.slot = i++;
     s.peer = c->peer;
-    s.state = c->established ? "recovering (RC connected)" : "connecting";
+    // The connection, not the subscriber: it may read nothing for as long as nothing is lost.
+    s.state = c->established ? "connected for recovery" : "connecting for recovery";
     out.push_back(std::move(s));
   }
   return out;

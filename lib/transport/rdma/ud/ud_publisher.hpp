@@ -41,7 +41,8 @@ class UdPublisher final : public detail::PublisherTransport {
 
   PublishResult publish(std::span<const Tick> ticks) noexcept override;
   std::uint64_t next_sequence() const noexcept override { return next_seq_; }
-  // UD cannot see its multicast receivers: this counts the subscribers connected for recovery.
+  // UD cannot see its multicast receivers: this counts the subscribers connected for recovery
+  // (each connects once it has heard us), as Publisher::subscriber_count() documents.
   std::uint32_t subscriber_count() const noexcept override {
     return server_ ? server_->connections() : 0;
   }
