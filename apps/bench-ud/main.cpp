@@ -497,22 +497,22 @@ int subscribe_only(const Common& c, std::uint32_t subscribers, std::uint64_t cou
   return ok ? 0 : 1;
 }
 
-int fanout(const Common& c, std::uint32_t subscribers, std::uint64_t count, std::uint32_t batch,
-           double rate, bool remote) {
-  std::vector<pid_t> kids;
-  std::vector<int> result_fds;
-  if (!remote) {
-    if (const int rc = spawn_subscribers(c, subscribers, count, kids, result_fds); rc != 0) return rc;
-  }
-  Publisher pub(pub_config(c, c.group_a, c.port, batch));
-  (void)pub.wait_subscribers(subscribers, std::chrono::seconds(c.timeout_s));
-  const Clock& clock = Clock::instance();
+// What publishing a fanout's ticks cost the publishing thread.
+struct PublishCost {
+  double seconds = 0;                   // wall, from the first publish to the last
+  std::uint64_t in_publish = 0;         // clock cycles spent inside publish()
+  std::uint64_t cpu_in_publish_ns = 0;  // paced: the thread's CPU time inside publish()
+  double user_s = 0;                    // the thread's user and system time over the loop
+  double sys_s = 0;
+};
+
+// Publishes `count` ticks, `batch` per call, or one at a time paced at `rate` (> 0).
+PublishCost publish_all(Publisher& pub, std::uint64_t count, std::uint32_t batch, double rate) {
+  PublishCost cost;
   std::vector<Tick> chunk(batch);
   std::uint64_t next = 1;
-  std::uint64_t in_publish = 0;  // clock cycles spent inside publish()
   // The publisher thread's CPU time inside publish(), which excludes time it was preempted by
   // the subscribers' spinning processes (wall time does not), and its user/system split.
-  std::uint64_t cpu_in_publish_ns = 0;
   auto thread_cpu_ns = [] {
     timespec ts{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -534,14 +534,26 @@ int fanout(const Common& c, std::uint32_t subscribers, std::uint64_t count, std:
     const std::uint64_t c0 = period > 0 ? thread_cpu_ns() : 0;
     const std::uint64_t a = Clock::now();
     const PublishResult r = pub.publish(std::span<const Tick>(chunk.data(), n));
-    in_publish += Clock::now() - a;
-    if (period > 0) cpu_in_publish_ns += thread_cpu_ns() - c0;
+    cost.in_publish += Clock::now() - a;
+    if (period > 0) cost.cpu_in_publish_ns += thread_cpu_ns() - c0;
     next += r.published;
   }
-  const double secs = seconds_since(t0);
+  cost.seconds = seconds_since(t0);
   rusage ru1{};
   getrusage(RUSAGE_THREAD, &ru1);
-  // Heartbeats while the subscribers finish (their recovery is served by the NIC).
+  auto secs_of = [](const timeval& a, const timeval& b) {
+    return static_cast<double>(b.tv_sec - a.tv_sec) + static_cast<double>(b.tv_usec - a.tv_usec) / 1e6;
+  };
+  cost.user_s = secs_of(ru0.ru_utime, ru1.ru_utime);
+  cost.sys_s = secs_of(ru0.ru_stime, ru1.ru_stime);
+  return cost;
+}
+
+// Heartbeats while the subscribers finish (their recovery is served by the NIC), then the
+// result each writes to its pipe; none when remote (they report on their host).
+std::vector<SubResult> await_subscribers(Publisher& pub, const Common& c, std::uint32_t subscribers,
+                                         bool remote, const std::vector<pid_t>& kids,
+                                         const std::vector<int>& result_fds) {
   const auto te = SteadyClock::now();
   if (remote) {
     // The subscribers report on their host; serve heartbeats and recovery until they leave.
@@ -563,17 +575,30 @@ int fanout(const Common& c, std::uint32_t subscribers, std::uint64_t count, std:
     if (read(result_fds[i], &results[i], sizeof(SubResult)) != sizeof(SubResult)) results[i] = {};
     waitpid(kids[i], nullptr, 0);
   }
-  const double publish_ns_per_tick = clock.to_ns(in_publish) / static_cast<double>(count);
-  auto secs_of = [](const timeval& a, const timeval& b) {
-    return static_cast<double>(b.tv_sec - a.tv_sec) + static_cast<double>(b.tv_usec - a.tv_usec) / 1e6;
-  };
-  const double user = secs_of(ru0.ru_utime, ru1.ru_utime);
-  const double sys = secs_of(ru0.ru_stime, ru1.ru_stime);
+  return results;
+}
+
+int fanout(const Common& c, std::uint32_t subscribers, std::uint64_t count, std::uint32_t batch,
+           double rate, bool remote) {
+  std::vector<pid_t> kids;
+  std::vector<int> result_fds;
+  if (!remote) {
+    if (const int rc = spawn_subscribers(c, subscribers, count, kids, result_fds); rc != 0) return rc;
+  }
+  Publisher pub(pub_config(c, c.group_a, c.port, batch));
+  (void)pub.wait_subscribers(subscribers, std::chrono::seconds(c.timeout_s));
+  const Clock& clock = Clock::instance();
+  const PublishCost cost = publish_all(pub, count, batch, rate);
+  const std::vector<SubResult> results = await_subscribers(pub, c, subscribers, remote, kids, result_fds);
+
+  const double publish_ns_per_tick = clock.to_ns(cost.in_publish) / static_cast<double>(count);
   const double per_tick = 1e9 / static_cast<double>(count);
   // Paced: thread CPU inside publish(); unpaced the loop is all publish(), so the thread's
   // whole CPU time over the loop.
-  const double cpu_ns = period > 0 ? static_cast<double>(cpu_in_publish_ns) / static_cast<double>(count)
-                                   : (user + sys) * per_tick;
+  const double cpu_ns = rate > 0 ? static_cast<double>(cost.cpu_in_publish_ns) / static_cast<double>(count)
+                                 : (cost.user_s + cost.sys_s) * per_tick;
+  const double user = cost.user_s;
+  const double sys = cost.sys_s;
   double slowest = 0;
   std::uint64_t lost = 0;
   bool ok = true;
@@ -582,7 +607,7 @@ int fanout(const Common& c, std::uint32_t subscribers, std::uint64_t count, std:
     lost += r.lost;
     ok = ok && r.ok;
   }
-  const double offered = static_cast<double>(count) / secs;
+  const double offered = static_cast<double>(count) / cost.seconds;
   const double delivered = slowest > 0 ? static_cast<double>(count) / slowest : 0;
   if (c.json) {
     std::printf("{\"what\":\"fanout\",\"subscribers\":%u,\"ticks\":%" PRIu64 ",\"batch\":%u,"
