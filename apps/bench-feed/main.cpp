@@ -22,10 +22,10 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "tickrail/feed/itch_file.hpp"
-#include "tickrail/feed/itch_writer.hpp"
-#include "tickrail/feed/order_book.hpp"
-#include "tickrail/feed/synthetic.hpp"
+#include "tickrail/tools/feed/itch_file.hpp"
+#include "tickrail/tools/feed/itch_writer.hpp"
+#include "tickrail/tools/feed/order_book.hpp"
+#include "tickrail/tools/feed/synthetic.hpp"
 
 using namespace tickrail;
 using namespace tickrail::feed;

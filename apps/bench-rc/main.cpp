@@ -39,10 +39,10 @@
 
 #include "tickrail/clock.hpp"
 #include "tickrail/error.hpp"
-#include "tickrail/histogram.hpp"
+#include "tickrail/tools/histogram.hpp"
 #include "tickrail/idle.hpp"
 #include "tickrail/publisher.hpp"
-#include "tickrail/report.hpp"
+#include "tickrail/tools/report.hpp"
 #include "tickrail/subscriber.hpp"
 
 using namespace tickrail;

@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "tickrail/clock.hpp"
-#include "tickrail/histogram.hpp"
+#include "tickrail/tools/histogram.hpp"
 #include "tickrail/idle.hpp"
 #include "tickrail/publisher.hpp"
 #include "tickrail/subscriber.hpp"

@@ -33,9 +33,9 @@
 #include "tickrail/affinity.hpp"
 #include "tickrail/clock.hpp"
 #include "tickrail/error.hpp"
-#include "tickrail/histogram.hpp"
+#include "tickrail/tools/histogram.hpp"
 #include "tickrail/publisher.hpp"
-#include "tickrail/report.hpp"
+#include "tickrail/tools/report.hpp"
 #include "tickrail/subscriber.hpp"
 
 using namespace tickrail;

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <thread>
 
-#include "tickrail/build_config.hpp"
+#include "tickrail/version.hpp"
 
 namespace tickrail::cli {
 
@@ -145,12 +145,10 @@ std::string exit_status_help() {
          "output files are still written).";
 }
 
-const char* version() noexcept { return TICKRAIL_VERSION; }
-
 // ---------------------------------------------------------------------------------------------
 Cli::Cli(std::string name, const std::string& description)
     : name_(std::move(name)), app_(description, name_) {
-  app_.set_version_flag("--version", name_ + " " + version());
+  app_.set_version_flag("--version", name_ + " " + tickrail::version());
   app_.footer("\n" + exit_status_help());
 }
 

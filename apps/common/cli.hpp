@@ -126,7 +126,5 @@ class Cli {
 // The exit-status table printed at the end of every --help.
 [[nodiscard]] std::string exit_status_help();
 
-// The project version (meson's project version).
-[[nodiscard]] const char* version() noexcept;
 
 }  // namespace tickrail::cli

@@ -11,7 +11,7 @@
 
 #include "cli.hpp"
 #include "tickrail/affinity.hpp"
-#include "tickrail/doctor.hpp"
+#include "tickrail/tools/doctor.hpp"
 
 using namespace tickrail;
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "tickrail/config_file.hpp"
-#include "tickrail/histogram.hpp"
-#include "tickrail/report.hpp"
+#include "tickrail/tools/config_file.hpp"
+#include "tickrail/tools/histogram.hpp"
+#include "tickrail/tools/report.hpp"
 #include "tickrail/subscriber.hpp"
 #include "tickrail/tick.hpp"
 

@@ -4,7 +4,7 @@
 // the run in jitter.cpp (one-way) and pingpong.cpp (ping-pong and echo).
 #include "cli.hpp"
 #include "jitter.hpp"
-#include "tickrail/config_file.hpp"
+#include "tickrail/tools/config_file.hpp"
 #include "tickrail/subscriber.hpp"
 
 using namespace tickrail;

@@ -13,9 +13,9 @@
 #include "replay.hpp"
 #include "tickrail/affinity.hpp"
 #include "tickrail/clock.hpp"
-#include "tickrail/config_file.hpp"
+#include "tickrail/tools/config_file.hpp"
 #include "tickrail/error.hpp"
-#include "tickrail/report.hpp"
+#include "tickrail/tools/report.hpp"
 
 using namespace tickrail;
 

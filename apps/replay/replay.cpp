@@ -13,12 +13,12 @@
 #include "cli.hpp"
 #include "text.hpp"
 #include "tickrail/error.hpp"
-#include "tickrail/feed/csv_reader.hpp"
-#include "tickrail/feed/itch.hpp"
-#include "tickrail/feed/itch_file.hpp"
-#include "tickrail/feed/pcap_reader.hpp"
+#include "tickrail/tools/feed/csv_reader.hpp"
+#include "tickrail/tools/feed/itch.hpp"
+#include "tickrail/tools/feed/itch_file.hpp"
+#include "tickrail/tools/feed/pcap_reader.hpp"
 #include "tickrail/idle.hpp"
-#include "tickrail/report.hpp"
+#include "tickrail/tools/report.hpp"
 
 namespace tickrail::replay {
 

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "tickrail/config_file.hpp"
-#include "tickrail/feed/open_source.hpp"
-#include "tickrail/feed/order_book.hpp"
-#include "tickrail/feed/synthetic.hpp"
-#include "tickrail/feed/tick_source.hpp"
-#include "tickrail/histogram.hpp"
+#include "tickrail/tools/config_file.hpp"
+#include "tickrail/tools/feed/open_source.hpp"
+#include "tickrail/tools/feed/order_book.hpp"
+#include "tickrail/tools/feed/synthetic.hpp"
+#include "tickrail/tools/feed/tick_source.hpp"
+#include "tickrail/tools/histogram.hpp"
 #include "tickrail/publisher.hpp"
 
 namespace tickrail::replay {

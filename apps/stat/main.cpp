@@ -17,8 +17,8 @@
 #include <ctime>
 
 #include "cli.hpp"
-#include "tickrail/report.hpp"
-#include "core/stats.hpp"
+#include "tickrail/tools/report.hpp"
+#include "tickrail/tools/stats_reader.hpp"
 
 using namespace tickrail;
 

@@ -7,10 +7,11 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "tickrail/export.hpp"
 
 namespace tickrail {
 
-struct PinResult {
+struct TICKRAIL_API PinResult {
   bool ok = false;        // the thread now runs only on `cpu`
   int cpu = -1;
   bool isolated = false;  // cpu is listed in /sys/devices/system/cpu/isolated
@@ -22,28 +23,28 @@ struct PinResult {
 // ok, isolated == false and a warning says how to isolate it. A cpu that does not exist, is
 // offline or is outside this process's allowed set fails (ok == false) with a message naming
 // the cpu and the cpus that are allowed. Never throws for either.
-[[nodiscard]] PinResult pin_current_thread(int cpu);
+[[nodiscard]] TICKRAIL_API PinResult pin_current_thread(int cpu);
 
 // Parses the kernel's cpulist format: "1-3,5", "0", "" (none), trailing newline allowed.
 // Returns sorted, unique cpus. Throws Error(Errc::parse_error) quoting the text.
-[[nodiscard]] std::vector<int> parse_cpu_list(std::string_view text);
+[[nodiscard]] TICKRAIL_API std::vector<int> parse_cpu_list(std::string_view text);
 // The inverse: {1,2,3,5} -> "1-3,5"; {} -> "".
-[[nodiscard]] std::string format_cpu_list(const std::vector<int>& cpus);
+[[nodiscard]] TICKRAIL_API std::string format_cpu_list(const std::vector<int>& cpus);
 
 // /sys/devices/system/cpu/isolated (empty when absent or empty).
-[[nodiscard]] std::vector<int> isolated_cpus(const std::string& sysfs_root = "/");
+[[nodiscard]] TICKRAIL_API std::vector<int> isolated_cpus(const std::string& sysfs_root = "/");
 // /sys/devices/system/cpu/online (empty when absent).
-[[nodiscard]] std::vector<int> online_cpus(const std::string& sysfs_root = "/");
+[[nodiscard]] TICKRAIL_API std::vector<int> online_cpus(const std::string& sysfs_root = "/");
 // The calling thread's affinity mask (sched_getaffinity).
-[[nodiscard]] std::vector<int> allowed_cpus();
+[[nodiscard]] TICKRAIL_API std::vector<int> allowed_cpus();
 
 // cpufreq scaling_governor of `cpu`, e.g. "performance"; empty when the host has no cpufreq
 // (virtual machines, fixed-frequency hosts).
-[[nodiscard]] std::string cpu_governor(int cpu, const std::string& sysfs_root = "/");
+[[nodiscard]] TICKRAIL_API std::string cpu_governor(int cpu, const std::string& sysfs_root = "/");
 
 // What stands between `cpu` and quiet measurements, one sentence each (empty when nothing):
 // not pinned (cpu < 0), not isolated, frequency governor not "performance", TSC not
 // invariant (<root>/proc/cpuinfo flags and CPUID).
-[[nodiscard]] std::vector<std::string> host_warnings(int cpu, const std::string& sysfs_root = "/");
+[[nodiscard]] TICKRAIL_API std::vector<std::string> host_warnings(int cpu, const std::string& sysfs_root = "/");
 
 }  // namespace tickrail

@@ -30,6 +30,7 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
+#include "tickrail/export.hpp"
 #define TICKRAIL_HAVE_TSC 1
 #else
 #define TICKRAIL_HAVE_TSC 0
@@ -43,7 +44,7 @@ enum class ClockSource : std::uint8_t {
   monotonic_raw = 2,
 };
 
-[[nodiscard]] const char* to_string(ClockSource s) noexcept;
+[[nodiscard]] TICKRAIL_API const char* to_string(ClockSource s) noexcept;
 
 namespace detail {
 
@@ -78,12 +79,12 @@ inline std::atomic<ClockSource> clock_source{ClockSource::uncalibrated};
 }
 
 // Cold path of now(): calibrates (Clock::instance()) then reads.
-[[nodiscard]] std::uint64_t clock_now_first() noexcept;
+[[nodiscard]] TICKRAIL_API std::uint64_t clock_now_first() noexcept;
 
 }  // namespace detail
 
 // What the CPU and the kernel say about the TSC.
-struct TscFlags {
+struct TICKRAIL_API TscFlags {
   bool cpuid_invariant = false;  // CPUID 80000007H EDX bit 8
   bool constant_tsc = false;     // /proc/cpuinfo flags
   bool nonstop_tsc = false;
@@ -93,9 +94,9 @@ struct TscFlags {
 };
 
 // CPUID of this CPU, flags from <root>/proc/cpuinfo ("/" on a real host; a test tree otherwise).
-[[nodiscard]] TscFlags read_tsc_flags(const std::string& root = "/");
+[[nodiscard]] TICKRAIL_API TscFlags read_tsc_flags(const std::string& root = "/");
 
-class Clock {
+class TICKRAIL_API Clock {
  public:
   // Calibrates on first call (about 150 ms), thread-safe; never throws.
   static const Clock& instance();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tickrail/idle.hpp"
+#include "tickrail/export.hpp"
 
 namespace tickrail {
 
@@ -24,11 +25,11 @@ enum class SlowConsumerPolicy : std::uint8_t {
   disconnect,  // as block, until the ring has stayed full for disconnect_after: then evict it
 };
 
-[[nodiscard]] const char* to_string(TransportKind t) noexcept;
-[[nodiscard]] const char* to_string(SlowConsumerPolicy p) noexcept;
+[[nodiscard]] TICKRAIL_API const char* to_string(TransportKind t) noexcept;
+[[nodiscard]] TICKRAIL_API const char* to_string(SlowConsumerPolicy p) noexcept;
 // Throw Errc::config_error naming `key` and the accepted values.
-[[nodiscard]] TransportKind parse_transport(std::string_view s, std::string_view key = "transport");
-[[nodiscard]] SlowConsumerPolicy parse_policy(std::string_view s, std::string_view key = "policy");
+[[nodiscard]] TICKRAIL_API TransportKind parse_transport(std::string_view s, std::string_view key = "transport");
+[[nodiscard]] TICKRAIL_API SlowConsumerPolicy parse_policy(std::string_view s, std::string_view key = "policy");
 
 inline constexpr std::uint32_t kMaxSubscribers = 64;
 
@@ -37,18 +38,18 @@ inline constexpr std::uint32_t kMaxSubscribers = 64;
 inline constexpr std::chrono::milliseconds kMaxDuration{86'400'000};
 // Throws Error(config_error) "key: N is outside min..86400000 (24 h)" for a duration outside
 // [min, kMaxDuration]: for programs' own duration keys.
-void validate_duration(std::string_view key, std::chrono::milliseconds d, std::int64_t min = 0);
+TICKRAIL_API void validate_duration(std::string_view key, std::chrono::milliseconds d, std::int64_t min = 0);
 
 // How an RC subscriber learns that a tick arrived.
 enum class RcPolling : std::uint8_t {
   memory,  // spin on the commit word of the next slot (needs in-order data placement)
   cq,      // RDMA WRITE WITH IMMEDIATE: busy-poll the receive completion queue
 };
-[[nodiscard]] const char* to_string(RcPolling p) noexcept;
-[[nodiscard]] RcPolling parse_rc_polling(std::string_view s, std::string_view key = "polling");
+[[nodiscard]] TICKRAIL_API const char* to_string(RcPolling p) noexcept;
+[[nodiscard]] TICKRAIL_API RcPolling parse_rc_polling(std::string_view s, std::string_view key = "polling");
 
 // Settings shared by the RDMA transports (rc, ud). Ignored by shm.
-struct RdmaConfig {
+struct TICKRAIL_API RdmaConfig {
   std::string device;            // verbs device ("rxe0", "mlx5_0"); empty: the one rdma_cm routes to
   std::string address;           // publisher: address to listen on; subscriber: publisher's address
   std::uint16_t port = 7471;     // rdma_cm port (RC connections; UD recovery connections)
@@ -59,7 +60,7 @@ struct RdmaConfig {
   // RC
   RcPolling polling = RcPolling::memory;  // subscriber
   std::uint32_t signal_every = 64;        // publisher: one signalled send work request every N
-  std::uint32_t credit_every = 0;         // subscriber: return credit every N ticks; 0 = capacity/4
+  std::uint32_t credit_every = 0;         // subscriber: credit every N ticks (0: capacity/4; <= capacity)
   std::uint32_t recv_batch = 32;          // CQ polling: receives reposted per batch
   // Subscriber, memory polling on a device that does not report in-order data placement
   // (ibv_query_qp_data_in_order, e.g. rxe): false falls back to CQ polling; true keeps memory
@@ -78,7 +79,7 @@ struct RdmaConfig {
   void validate() const;  // throws Error(config_error) naming "rdma.<key>"
 };
 
-struct PublisherConfig {
+struct TICKRAIL_API PublisherConfig {
   TransportKind transport = TransportKind::shm;
   std::string channel = "tickrail";  // shm: the socket <shm_dir>/tickrail.<channel>
   std::uint32_t max_subscribers = 8;          // 1..kMaxSubscribers
@@ -97,7 +98,7 @@ struct PublisherConfig {
   void validate() const;  // throws Error(config_error)
 };
 
-struct SubscriberConfig {
+struct TICKRAIL_API SubscriberConfig {
   TransportKind transport = TransportKind::shm;
   std::string channel = "tickrail";
   SlowConsumerPolicy policy = SlowConsumerPolicy::block;

@@ -27,6 +27,7 @@
 #include <x86intrin.h>
 #else
 #include <time.h>
+#include "tickrail/export.hpp"
 #endif
 
 // clang-format off
@@ -68,17 +69,17 @@
 
 namespace tickrail {
 
-struct PublisherCounters {
+struct TICKRAIL_API PublisherCounters {
   TICKRAIL_PUBLISHER_COUNTERS(TICKRAIL_DETAIL_MEMBER)
 };
 
-struct SubscriberCounters {
+struct TICKRAIL_API SubscriberCounters {
   TICKRAIL_SUBSCRIBER_COUNTERS(TICKRAIL_DETAIL_MEMBER)
 };
 
 // One subscriber as its publisher sees it (Publisher::subscribers(), and a row of the live
 // counters).
-struct SubscriberStatus {
+struct TICKRAIL_API SubscriberStatus {
   std::uint32_t slot = 0;
   int pid = 0;                 // shm: the subscriber's process
   std::string peer;            // rdma: the subscriber's address
@@ -121,7 +122,7 @@ using Word = std::atomic<std::uint64_t>;
 
 // Ownership of one endpoint's block of live counters. Move-only; destroying it releases the
 // block (and the file with the last block). Empty when counters are off.
-class Registration {
+class TICKRAIL_API Registration {
  public:
   Registration() noexcept = default;
   ~Registration() { reset(); }
@@ -177,7 +178,7 @@ class Registration {
 // after one that delivered ticks (whose handler may have run long). A gap is thus measured
 // from a stamp at most kStampEvery - 1 empty polls earlier: the maximum may overstate the true
 // one by that many empty polls (tens of ns), never understate it.
-class PollProbe {
+class TICKRAIL_API PollProbe {
  public:
   static constexpr std::uint32_t kStampEvery = 16;
 

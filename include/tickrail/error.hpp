@@ -7,6 +7,7 @@
 
 #include <string>
 #include <system_error>
+#include "tickrail/export.hpp"
 
 namespace tickrail {
 
@@ -31,13 +32,13 @@ enum class Errc {
   no_device,            // rc or ud asked for on a host without an RDMA device (tickrail-doctor)
 };
 
-[[nodiscard]] const std::error_category& tickrail_category() noexcept;
+[[nodiscard]] TICKRAIL_API const std::error_category& tickrail_category() noexcept;
 
 [[nodiscard]] inline std::error_code make_error_code(Errc e) noexcept {
   return {static_cast<int>(e), tickrail_category()};
 }
 
-class Error : public std::system_error {
+class TICKRAIL_API Error : public std::system_error {
  public:
   Error(Errc e, const std::string& what) : std::system_error(make_error_code(e), what) {}
   Error(std::error_code ec, const std::string& what) : std::system_error(ec, what) {}

@@ -16,6 +16,7 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#include "tickrail/export.hpp"
 #endif
 
 namespace tickrail {
@@ -31,7 +32,7 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
-class BusySpin {
+class TICKRAIL_API BusySpin {
  public:
   void idle(int work_count) noexcept {
     if (work_count > 0) return;
@@ -40,7 +41,7 @@ class BusySpin {
   void reset() noexcept {}
 };
 
-class Yield {
+class TICKRAIL_API Yield {
  public:
   void idle(int work_count) noexcept {
     if (work_count > 0) return;
@@ -49,14 +50,14 @@ class Yield {
   void reset() noexcept {}
 };
 
-struct BackoffConfig {
+struct TICKRAIL_API BackoffConfig {
   std::uint32_t max_spins = 10;           // PAUSE iterations before yielding
   std::uint32_t max_yields = 5;           // sched_yield() calls before sleeping
   std::uint64_t min_park_ns = 1'000;      // first sleep; doubles on each idle() after
   std::uint64_t max_park_ns = 1'000'000;  // sleep ceiling
 };
 
-class Backoff {
+class TICKRAIL_API Backoff {
  public:
   enum class State : std::uint8_t { not_idle, spinning, yielding, parking };
 
@@ -121,12 +122,12 @@ enum class IdleKind : std::uint8_t { busy_spin, yield, backoff };
 
 // "busy_spin" (or "busy-spin", "spin"), "yield", "backoff". Throws Error(Errc::config_error)
 // naming the value and the accepted names.
-[[nodiscard]] IdleKind parse_idle_kind(std::string_view name);
-[[nodiscard]] const char* to_string(IdleKind kind) noexcept;
+[[nodiscard]] TICKRAIL_API IdleKind parse_idle_kind(std::string_view name);
+[[nodiscard]] TICKRAIL_API const char* to_string(IdleKind kind) noexcept;
 
 // A strategy chosen at run time (from configuration). The switch is predictable: one kind per
 // loop for its whole life.
-class IdleStrategy {
+class TICKRAIL_API IdleStrategy {
  public:
   explicit IdleStrategy(IdleKind kind = IdleKind::busy_spin, const BackoffConfig& backoff = {})
       : kind_(kind), backoff_(backoff) {}

@@ -1,25 +1,32 @@
-// Logging for the control plane: one asynchronous spdlog logger writing to stderr.
-//
-// Never call it from a publish or poll path: formatting allocates and the queue may block.
-// The level comes from TICKRAIL_LOG (trace, debug, info, warn, error, critical, off; default
-// info), read when the logger is first created. A background thread writes the messages; its
-// queue is written out and its thread joined at exit (an atexit handler); the logger itself is
-// never destroyed, and code logging later in static destruction writes synchronously.
+// What the library says: control-plane messages (attach, detach, errors, warnings), never from
+// a publish or poll path. By default a background thread writes them to stderr at the level
+// TICKRAIL_LOG names (trace, debug, info, warn, error, critical, off; default info). An
+// application with a log of its own takes them with set_log_handler.
 #pragma once
 
-#include <spdlog/logger.h>
-
-#include <memory>
+#include <functional>
 #include <optional>
 #include <string_view>
 
+#include "tickrail/export.hpp"
+
 namespace tickrail {
 
-// The process-wide tickrail logger (named "tickrail"), created on first use; thread-safe.
-// Use as logger()->info("...", args).
-[[nodiscard]] const std::shared_ptr<spdlog::logger>& logger();
+enum class LogLevel : int { trace, debug, info, warn, error, critical, off };
 
-// "trace".."off" (also spdlog's "warning" and "err"); nullopt for anything else.
-[[nodiscard]] std::optional<spdlog::level::level_enum> parse_log_level(std::string_view name);
+// "trace".."off" (also "warning" and "err"); nullopt for anything else.
+[[nodiscard]] TICKRAIL_API std::optional<LogLevel> parse_log_level(std::string_view name) noexcept;
+[[nodiscard]] TICKRAIL_API const char* to_string(LogLevel level) noexcept;
+
+// Messages below `level` are dropped before they are formatted.
+TICKRAIL_API void set_log_level(LogLevel level);
+[[nodiscard]] TICKRAIL_API LogLevel log_level();
+
+// Receives each message (the text alone, without time or level) instead of stderr. It is
+// called on the library's log thread, one message at a time, in order; it must not throw (what
+// it throws is dropped) and must not wait on a thread that is in a tickrail call. An empty
+// handler sends messages to stderr again. Messages queued before the call may go either way.
+using LogHandler = std::function<void(LogLevel level, std::string_view message)>;
+TICKRAIL_API void set_log_handler(LogHandler handler);
 
 }  // namespace tickrail

@@ -5,10 +5,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include "tickrail/export.hpp"
 
 namespace tickrail {
 
-struct LockResult {
+struct TICKRAIL_API LockResult {
   bool ok = false;
   std::string message;  // when !ok: the errno text, RLIMIT_MEMLOCK and how to raise it
   explicit operator bool() const noexcept { return ok; }
@@ -17,32 +18,32 @@ struct LockResult {
 // mlockall(MCL_CURRENT | MCL_FUTURE). Never throws. Note that with MCL_FUTURE every later
 // mapping counts against RLIMIT_MEMLOCK too: once locked, a process without CAP_IPC_LOCK can
 // fail to map more than its limit.
-[[nodiscard]] LockResult lock_all_memory();
+[[nodiscard]] TICKRAIL_API LockResult lock_all_memory();
 
 // Soft RLIMIT_MEMLOCK in bytes; UINT64_MAX when unlimited.
-[[nodiscard]] std::uint64_t memlock_limit() noexcept;
+[[nodiscard]] TICKRAIL_API std::uint64_t memlock_limit() noexcept;
 
 // The message lock_all_memory() gives for a failed mlockall with errno `err` (exposed for tests).
-[[nodiscard]] std::string memlock_failure_message(int err);
+[[nodiscard]] TICKRAIL_API std::string memlock_failure_message(int err);
 
-[[nodiscard]] std::size_t page_size() noexcept;
+[[nodiscard]] TICKRAIL_API std::size_t page_size() noexcept;
 
 // Faults in every page of [addr, addr + len) for writing, without changing its contents
 // (MADV_POPULATE_WRITE; on kernels before 5.14, a read and write-back of one byte per page, so
 // call it before another thread or process writes the memory). The range must be writable.
-void prefault(void* addr, std::size_t len) noexcept;
+TICKRAIL_API void prefault(void* addr, std::size_t len) noexcept;
 
 enum class PageKind {
   normal,            // base pages
   transparent_huge,  // base-page mapping, 2 MiB aligned, madvise(MADV_HUGEPAGE) accepted
   huge_tlb,          // MAP_HUGETLB: reserved huge pages
 };
-[[nodiscard]] const char* to_string(PageKind kind) noexcept;
+[[nodiscard]] TICKRAIL_API const char* to_string(PageKind kind) noexcept;
 
 // An anonymous private mapping, owned. With huge_pages it first tries MAP_HUGETLB (the size
 // rounded up to the huge page size), then falls back to a 2 MiB-aligned normal mapping with
 // madvise(MADV_HUGEPAGE); page_kind() says what it got and fallback_reason() why.
-class MappedRegion {
+class TICKRAIL_API MappedRegion {
  public:
   MappedRegion() noexcept = default;
   // Throws Error naming the size when mmap fails.

@@ -16,6 +16,7 @@
 #include "tickrail/config.hpp"
 #include "tickrail/counters.hpp"
 #include "tickrail/tick.hpp"
+#include "tickrail/export.hpp"
 
 namespace tickrail {
 
@@ -37,7 +38,7 @@ namespace detail {
 class PublisherTransport;
 }
 
-class Publisher {
+class TICKRAIL_API Publisher {
  public:
   // Creates the channel (throws Error: bad config, channel already published by a live process,
   // no memory). Subscribers may attach from then on.
@@ -90,6 +91,6 @@ class Publisher {
   const PublisherCounters* counters_ = nullptr;  // impl_'s, stable for its lifetime
 };
 
-[[nodiscard]] const char* to_string(PublishStatus s) noexcept;
+[[nodiscard]] TICKRAIL_API const char* to_string(PublishStatus s) noexcept;
 
 }  // namespace tickrail

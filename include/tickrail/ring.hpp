@@ -23,6 +23,7 @@
 #include <cstring>
 
 #include "tickrail/tick.hpp"
+#include "tickrail/export.hpp"
 
 namespace tickrail {
 
@@ -67,7 +68,7 @@ inline void write_slot(Slot& slot, const Tick& t, std::uint64_t seq, std::uint64
 }
 
 // Single-consumer reader of one ring. Owned by one thread; not shareable.
-class RingReader {
+class TICKRAIL_API RingReader {
  public:
   RingReader() noexcept = default;
   // `credit` receives the next sequence this reader expects (all below it are consumed) after

@@ -16,6 +16,7 @@
 #include "tickrail/counters.hpp"
 #include "tickrail/ring.hpp"
 #include "tickrail/tick.hpp"
+#include "tickrail/export.hpp"
 
 namespace tickrail {
 
@@ -31,7 +32,7 @@ namespace detail {
 class SubscriberTransport;
 
 // A non-owning, non-allocating reference to a callable, for transports polled out of line.
-class TickSink {
+class TICKRAIL_API TickSink {
  public:
   template <class F>
   explicit TickSink(F& f) noexcept
@@ -44,13 +45,14 @@ class TickSink {
 };
 }  // namespace detail
 
-class Subscriber {
+class TICKRAIL_API Subscriber {
  public:
   // Attaches (throws Error: bad config; channel missing after attach_timeout, of another
   // version, truncated or full; geometry mismatch). With attach_timeout > 0 a publisher that is
-  // not there yet or vanished (not_found, peer_gone, timed_out, a reset connection; over RDMA
-  // also rejected, which is how "nobody listening yet" comes back) is tried again every 20 ms until attach_timeout
-  // has passed; then the last failure is thrown. Other failures are thrown at once.
+  // not there yet or vanished (not_found, which is also how RC's "nobody listening yet" comes
+  // back; peer_gone, timed_out, a reset connection) is tried again every 20 ms until
+  // attach_timeout has passed; then the last failure is thrown. Other failures, a publisher's
+  // refusal (rejected) among them, are thrown at once.
   explicit Subscriber(const SubscriberConfig& config);
   // The same, calling `between_attempts()` about every millisecond while it waits to try again:
   // e.g. to serve a Publisher of one's own whose far end publishes the awaited channel only
@@ -109,6 +111,6 @@ class Subscriber {
   stats::PollProbe probe_;
 };
 
-[[nodiscard]] const char* to_string(SubscriberState s) noexcept;
+[[nodiscard]] TICKRAIL_API const char* to_string(SubscriberState s) noexcept;
 
 }  // namespace tickrail

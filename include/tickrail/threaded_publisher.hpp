@@ -17,10 +17,11 @@
 
 #include "tickrail/idle.hpp"
 #include "tickrail/publisher.hpp"
+#include "tickrail/export.hpp"
 
 namespace tickrail {
 
-struct ThreadedPublisherOptions {
+struct TICKRAIL_API ThreadedPublisherOptions {
   std::size_t queue_capacity = 65536;  // ticks per producer queue
   std::size_t batch = 64;              // ticks drained from one queue at a time
   int cpu = -1;                        // pin the publishing thread here (-1: do not pin)
@@ -30,13 +31,13 @@ struct ThreadedPublisherOptions {
   std::chrono::milliseconds drain_timeout{1000};
 };
 
-struct ThreadedPublisherCounters {
+struct TICKRAIL_API ThreadedPublisherCounters {
   std::uint64_t forwarded = 0;         // ticks handed to Publisher::publish and accepted
   std::uint64_t back_pressure_waits = 0;
   std::uint64_t abandoned = 0;  // dequeued at stop() but never accepted (drain_timeout)
 };
 
-class ThreadedPublisher {
+class TICKRAIL_API ThreadedPublisher {
  public:
   class Producer {
    public:

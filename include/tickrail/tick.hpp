@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include "tickrail/export.hpp"
 
 namespace tickrail {
 
@@ -68,7 +69,7 @@ static_assert(offsetof(Tick, side) == 53);
 static_assert(offsetof(Tick, flags) == 54);
 static_assert(offsetof(Tick, seq) == 56, "the commit word is the last word of the slot");
 
-[[nodiscard]] const char* to_string(TickKind k) noexcept;
-[[nodiscard]] const char* to_string(Side s) noexcept;
+[[nodiscard]] TICKRAIL_API const char* to_string(TickKind k) noexcept;
+[[nodiscard]] TICKRAIL_API const char* to_string(Side s) noexcept;
 
 }  // namespace tickrail

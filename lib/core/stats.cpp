@@ -21,7 +21,7 @@
 
 #include "tickrail/affinity.hpp"
 #include "tickrail/clock.hpp"
-#include "tickrail/log.hpp"
+#include "core/log.hpp"
 #include "core/enum_names.hpp"
 #include "core/process_identity.hpp"
 #include "core/stats_words.hpp"

@@ -1,38 +1,42 @@
-// The one place that knows every transport.
+// The one place that knows every transport (those this build has: -Drdma=disabled leaves out
+// rc and ud).
+#include "tickrail/build_config.hpp"
 #include "tickrail/error.hpp"
 #include "transport/shm/shm_publisher.hpp"
+#include "transport/shm/shm_subscriber.hpp"
+#include "transport/transport.hpp"
+#if TICKRAIL_HAVE_RDMA
 #include "transport/rdma/common/device.hpp"
 #include "transport/rdma/rc/rc_publisher.hpp"
 #include "transport/rdma/rc/rc_subscriber.hpp"
 #include "transport/rdma/ud/ud_publisher.hpp"
 #include "transport/rdma/ud/ud_subscriber.hpp"
-#include "transport/shm/shm_subscriber.hpp"
-#include "transport/transport.hpp"
+#endif
 
 namespace tickrail::detail {
 
 std::unique_ptr<PublisherTransport> make_publisher_transport(const PublisherConfig& config) {
   config.validate();
-  if (config.transport != TransportKind::shm) rdma::require_device(config.rdma.device, to_string(config.transport));
-  switch (config.transport) {
-    case TransportKind::shm: return std::make_unique<shm::ShmPublisher>(config);
-    case TransportKind::ud: return std::make_unique<rdma::ud::UdPublisher>(config);
-    case TransportKind::rc: return std::make_unique<rdma::rc::RcPublisher>(config);
-  }
+  if (config.transport == TransportKind::shm) return std::make_unique<shm::ShmPublisher>(config);
+#if TICKRAIL_HAVE_RDMA
+  rdma::require_device(config.rdma.device, to_string(config.transport));
+  if (config.transport == TransportKind::ud) return std::make_unique<rdma::ud::UdPublisher>(config);
+  if (config.transport == TransportKind::rc) return std::make_unique<rdma::rc::RcPublisher>(config);
+#endif
   throw Error(Errc::unsupported, std::string("publisher transport '") + to_string(config.transport) +
-                                     "' is not available in this build");
+                                     "' is not available in this build (built without RDMA)");
 }
 
 std::unique_ptr<SubscriberTransport> make_subscriber_transport(const SubscriberConfig& config) {
   config.validate();
-  if (config.transport != TransportKind::shm) rdma::require_device(config.rdma.device, to_string(config.transport));
-  switch (config.transport) {
-    case TransportKind::shm: return std::make_unique<shm::ShmSubscriber>(config);
-    case TransportKind::ud: return std::make_unique<rdma::ud::UdSubscriber>(config);
-    case TransportKind::rc: return std::make_unique<rdma::rc::RcSubscriber>(config);
-  }
-  throw Error(Errc::unsupported, std::string("subscriber transport '") +
-                                     to_string(config.transport) + "' is not available in this build");
+  if (config.transport == TransportKind::shm) return std::make_unique<shm::ShmSubscriber>(config);
+#if TICKRAIL_HAVE_RDMA
+  rdma::require_device(config.rdma.device, to_string(config.transport));
+  if (config.transport == TransportKind::ud) return std::make_unique<rdma::ud::UdSubscriber>(config);
+  if (config.transport == TransportKind::rc) return std::make_unique<rdma::rc::RcSubscriber>(config);
+#endif
+  throw Error(Errc::unsupported, std::string("subscriber transport '") + to_string(config.transport) +
+                                     "' is not available in this build (built without RDMA)");
 }
 
 }  // namespace tickrail::detail

@@ -6,7 +6,7 @@
 #include "core/enum_names.hpp"
 #include "core/stats.hpp"
 #include "tickrail/error.hpp"
-#include "tickrail/log.hpp"
+#include "core/log.hpp"
 #include "transport/transport.hpp"
 
 namespace tickrail {

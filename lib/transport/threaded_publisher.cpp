@@ -4,7 +4,7 @@
 
 #include "tickrail/affinity.hpp"
 #include "tickrail/error.hpp"
-#include "tickrail/log.hpp"
+#include "core/log.hpp"
 
 namespace tickrail {
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "tickrail/error.hpp"
-#include "tickrail/feed/itch_writer.hpp"
-#include "tickrail/feed/synthetic.hpp"
+#include "tickrail/tools/feed/itch_writer.hpp"
+#include "tickrail/tools/feed/synthetic.hpp"
 
 int main(int argc, char** argv) {
   using namespace tickrail::feed;

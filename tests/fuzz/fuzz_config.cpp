@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "tickrail/config_file.hpp"
+#include "tickrail/tools/config_file.hpp"
 #include "tickrail/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "tickrail/error.hpp"
-#include "tickrail/feed/csv_reader.hpp"
-#include "tickrail/feed/csv_writer.hpp"
+#include "tickrail/tools/feed/csv_reader.hpp"
+#include "tickrail/tools/feed/csv_writer.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace tickrail;

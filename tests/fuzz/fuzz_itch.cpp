@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "tickrail/error.hpp"
-#include "tickrail/feed/itch_file.hpp"
-#include "tickrail/feed/order_book.hpp"
+#include "tickrail/tools/feed/itch_file.hpp"
+#include "tickrail/tools/feed/order_book.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace tickrail;

@@ -3,8 +3,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "tickrail/feed/itch_decoder.hpp"
-#include "tickrail/feed/moldudp64.hpp"
+#include "tickrail/tools/feed/itch_decoder.hpp"
+#include "tickrail/tools/feed/moldudp64.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace tickrail;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "tickrail/error.hpp"
-#include "tickrail/feed/pcap_reader.hpp"
+#include "tickrail/tools/feed/pcap_reader.hpp"
 
 namespace {
 

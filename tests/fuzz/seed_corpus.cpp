@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "tickrail/feed/itch_writer.hpp"
-#include "tickrail/feed/synthetic.hpp"
+#include "tickrail/tools/feed/itch_writer.hpp"
+#include "tickrail/tools/feed/synthetic.hpp"
 
 namespace fs = std::filesystem;
 using namespace tickrail;

@@ -11,7 +11,7 @@
 
 #include "tickrail/clock.hpp"
 #include "tickrail/error.hpp"
-#include "tickrail/log.hpp"
+#include "core/log.hpp"
 #include "tickrail/memory.hpp"
 
 namespace tickrail::shm {

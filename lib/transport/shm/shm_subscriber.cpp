@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "tickrail/error.hpp"
-#include "tickrail/log.hpp"
+#include "core/log.hpp"
 #include "tickrail/memory.hpp"
 
 namespace tickrail::shm {

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "program.hpp"
-#include "tickrail/build_config.hpp"
+#include "tickrail/version.hpp"
 
 using namespace tickrail::test;
 using nlohmann::json;
@@ -211,7 +211,7 @@ TEST_CASE("every program has --version and the exit-status table in --help", "[c
     const Finished v = run_program({path, "--version"}, scratch("log"));
     INFO(p << ": " << v.output);
     CHECK(v.status == 0);
-    CHECK_THAT(v.output, Catch::Contains(TICKRAIL_VERSION));
+    CHECK_THAT(v.output, Catch::Contains(TICKRAIL_VERSION_STRING));
     const Finished h = run_program({path, "--help"}, scratch("log"));
     CHECK(h.status == 0);
     CHECK_THAT(h.output, Catch::Contains("Exit status") && Catch::Contains("130"));

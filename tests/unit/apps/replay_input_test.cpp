@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "program.hpp"
-#include "tickrail/feed/itch_writer.hpp"
+#include "tickrail/tools/feed/itch_writer.hpp"
 
 using namespace tickrail;
 using feed::ItchWriter;

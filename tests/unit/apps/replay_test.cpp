@@ -13,9 +13,9 @@
 #include "../../../apps/replay/replay.hpp"
 #include "../../source_root.hpp"
 #include "tickrail/error.hpp"
-#include "tickrail/feed/itch.hpp"
-#include "tickrail/feed/itch_file.hpp"
-#include "tickrail/feed/itch_writer.hpp"
+#include "tickrail/tools/feed/itch.hpp"
+#include "tickrail/tools/feed/itch_file.hpp"
+#include "tickrail/tools/feed/itch_writer.hpp"
 #include "tickrail/subscriber.hpp"
 
 using namespace tickrail;

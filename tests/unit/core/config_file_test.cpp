@@ -1,4 +1,4 @@
-#include "tickrail/config_file.hpp"
+#include "tickrail/tools/config_file.hpp"
 
 #include <catch2/catch.hpp>
 

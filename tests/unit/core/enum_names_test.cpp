@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/stats.hpp"
+#include "tickrail/tools/stats_reader.hpp"
 #include "tickrail/config.hpp"
 #include "tickrail/error.hpp"
 #include "tickrail/publisher.hpp"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tickrail/error.hpp"
-#include "tickrail/histogram.hpp"
+#include "tickrail/tools/histogram.hpp"
 
 using namespace tickrail;
 

@@ -5,27 +5,38 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
-#include "tickrail/log.hpp"
+#include "core/log.hpp"
 
 using namespace tickrail;
 
 TEST_CASE("logLevelNamesParse") {
-  using spdlog::level::level_enum;
-  REQUIRE(parse_log_level("trace") == level_enum::trace);
-  REQUIRE(parse_log_level("debug") == level_enum::debug);
-  REQUIRE(parse_log_level("info") == level_enum::info);
-  REQUIRE(parse_log_level("warn") == level_enum::warn);
-  REQUIRE(parse_log_level("warning") == level_enum::warn);
-  REQUIRE(parse_log_level("error") == level_enum::err);
-  REQUIRE(parse_log_level("critical") == level_enum::critical);
-  REQUIRE(parse_log_level("off") == level_enum::off);
+  REQUIRE(parse_log_level("trace") == LogLevel::trace);
+  REQUIRE(parse_log_level("debug") == LogLevel::debug);
+  REQUIRE(parse_log_level("info") == LogLevel::info);
+  REQUIRE(parse_log_level("warn") == LogLevel::warn);
+  REQUIRE(parse_log_level("warning") == LogLevel::warn);
+  REQUIRE(parse_log_level("error") == LogLevel::error);
+  REQUIRE(parse_log_level("err") == LogLevel::error);
+  REQUIRE(parse_log_level("critical") == LogLevel::critical);
+  REQUIRE(parse_log_level("off") == LogLevel::off);
   REQUIRE_FALSE(parse_log_level("loud").has_value());
   REQUIRE_FALSE(parse_log_level("").has_value());
   REQUIRE_FALSE(parse_log_level("INFO").has_value());
+  for (const LogLevel l : {LogLevel::trace, LogLevel::debug, LogLevel::info, LogLevel::warn,
+                           LogLevel::error, LogLevel::critical, LogLevel::off}) {
+    REQUIRE(parse_log_level(to_string(l)) == l);
+  }
 }
 
 // The only test that creates the logger: it must see TICKRAIL_LOG as set here.
@@ -35,11 +46,50 @@ TEST_CASE("loggerIsOneAsyncLoggerAtTheLevelFromTheEnvironment") {
   REQUIRE(log.get() == logger().get());
   REQUIRE(log->name() == "tickrail");
   REQUIRE(dynamic_cast<spdlog::async_logger*>(log.get()) != nullptr);
-  REQUIRE(log->level() == spdlog::level::debug);
+  REQUIRE(log_level() == LogLevel::debug);
   REQUIRE(log->should_log(spdlog::level::debug));
   REQUIRE_FALSE(log->should_log(spdlog::level::trace));
   log->debug("log test: debug message {}", 42);
   log->flush();
+}
+
+// An application's handler gets the library's messages (text and level, in order) at the level
+// it set, and stderr gets them again once the handler is removed.
+TEST_CASE("anApplicationTakesTheLogWithAHandler") {
+  std::mutex m;
+  std::condition_variable cv;
+  std::vector<std::pair<LogLevel, std::string>> got;
+  set_log_handler([&](LogLevel level, std::string_view text) {
+    if (!text.starts_with("handler test: ")) return;  // queued by an earlier test
+    std::lock_guard lock(m);
+    got.emplace_back(level, std::string(text));
+    cv.notify_all();
+  });
+  set_log_level(LogLevel::info);
+  REQUIRE(log_level() == LogLevel::info);
+  logger()->debug("handler test: below the level");
+  logger()->info("handler test: {} of {}", 1, 2);
+  logger()->error("handler test: 2 of 2");
+  {
+    std::unique_lock lock(m);
+    REQUIRE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return got.size() >= 2; }));
+    REQUIRE(got.size() == 2);
+    CHECK(got[0] == std::pair(LogLevel::info, std::string("handler test: 1 of 2")));
+    CHECK(got[1] == std::pair(LogLevel::error, std::string("handler test: 2 of 2")));
+  }
+  set_log_handler({});
+  logger()->info("handler test: back on stderr");
+  // A later handler sees what comes after it; the removed one hears nothing more.
+  std::atomic<bool> sentinel{false};
+  set_log_handler([&](LogLevel, std::string_view text) {
+    if (text == "handler test: sentinel") sentinel = true;
+  });
+  logger()->info("handler test: sentinel");
+  for (int i = 0; i < 10'000 && !sentinel; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  set_log_handler({});
+  REQUIRE(sentinel);
+  std::lock_guard lock(m);
+  CHECK(got.size() == 2);
 }
 
 namespace {

@@ -7,8 +7,8 @@
 
 #include "feed_test_util.hpp"
 #include "tickrail/error.hpp"
-#include "tickrail/feed/csv_reader.hpp"
-#include "tickrail/feed/csv_writer.hpp"
+#include "tickrail/tools/feed/csv_reader.hpp"
+#include "tickrail/tools/feed/csv_writer.hpp"
 
 using namespace tickrail;
 using namespace tickrail::feed;

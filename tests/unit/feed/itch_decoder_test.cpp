@@ -8,9 +8,9 @@
 
 #include "itch_samples.hpp"
 #include "tickrail/error.hpp"
-#include "tickrail/feed/itch.hpp"
-#include "tickrail/feed/itch_decoder.hpp"
-#include "tickrail/feed/itch_writer.hpp"
+#include "tickrail/tools/feed/itch.hpp"
+#include "tickrail/tools/feed/itch_decoder.hpp"
+#include "tickrail/tools/feed/itch_writer.hpp"
 
 using namespace tickrail;
 using namespace tickrail::feed;

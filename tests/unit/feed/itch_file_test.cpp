@@ -9,8 +9,8 @@
 #include "feed_test_util.hpp"
 #include "itch_samples.hpp"
 #include "tickrail/error.hpp"
-#include "tickrail/feed/itch_file.hpp"
-#include "tickrail/feed/itch_writer.hpp"
+#include "tickrail/tools/feed/itch_file.hpp"
+#include "tickrail/tools/feed/itch_writer.hpp"
 
 using namespace tickrail;
 using namespace tickrail::feed;

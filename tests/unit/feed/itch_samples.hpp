@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "tickrail/feed/itch_writer.hpp"
+#include "tickrail/tools/feed/itch_writer.hpp"
 
 namespace tickrail::feed::test {
 

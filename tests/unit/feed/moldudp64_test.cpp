@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "net_frames.hpp"
-#include "tickrail/feed/moldudp64.hpp"
+#include "tickrail/tools/feed/moldudp64.hpp"
 
 using namespace tickrail;
 using namespace tickrail::feed;

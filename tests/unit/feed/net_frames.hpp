@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tickrail/feed/itch_writer.hpp"
+#include "tickrail/tools/feed/itch_writer.hpp"
 
 namespace tickrail::feed::test {
 

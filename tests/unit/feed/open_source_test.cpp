@@ -5,10 +5,10 @@
 #include "feed_test_util.hpp"
 #include "net_frames.hpp"
 #include "tickrail/error.hpp"
-#include "tickrail/feed/csv_reader.hpp"
-#include "tickrail/feed/itch_file.hpp"
-#include "tickrail/feed/open_source.hpp"
-#include "tickrail/feed/pcap_reader.hpp"
+#include "tickrail/tools/feed/csv_reader.hpp"
+#include "tickrail/tools/feed/itch_file.hpp"
+#include "tickrail/tools/feed/open_source.hpp"
+#include "tickrail/tools/feed/pcap_reader.hpp"
 
 using namespace tickrail;
 using namespace tickrail::feed;

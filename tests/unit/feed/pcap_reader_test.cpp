@@ -8,7 +8,7 @@
 #include "feed_test_util.hpp"
 #include "net_frames.hpp"
 #include "tickrail/error.hpp"
-#include "tickrail/feed/pcap_reader.hpp"
+#include "tickrail/tools/feed/pcap_reader.hpp"
 
 using namespace tickrail;
 using namespace tickrail::feed;

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "feed_test_util.hpp"
-#include "tickrail/feed/itch_file.hpp"
-#include "tickrail/feed/order_book.hpp"
-#include "tickrail/feed/pcap_reader.hpp"
+#include "tickrail/tools/feed/itch_file.hpp"
+#include "tickrail/tools/feed/order_book.hpp"
+#include "tickrail/tools/feed/pcap_reader.hpp"
 
 using namespace tickrail;
 using namespace tickrail::feed;

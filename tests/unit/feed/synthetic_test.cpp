@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "tickrail/error.hpp"
-#include "tickrail/feed/order_book.hpp"
-#include "tickrail/feed/synthetic.hpp"
+#include "tickrail/tools/feed/order_book.hpp"
+#include "tickrail/tools/feed/synthetic.hpp"
 
 using namespace tickrail;
 using namespace tickrail::feed;

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "ops_test_util.hpp"
-#include "tickrail/doctor.hpp"
+#include "tickrail/tools/doctor.hpp"
 #include "tickrail/error.hpp"
 
 using namespace tickrail;

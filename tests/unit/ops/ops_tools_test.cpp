@@ -21,7 +21,7 @@
 #include "../docs_check.hpp"
 #include "ops_test_util.hpp"
 #include "tickrail/publisher.hpp"
-#include "core/stats.hpp"
+#include "tickrail/tools/stats_reader.hpp"
 #include "tickrail/subscriber.hpp"
 
 using namespace tickrail;

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "core/process_identity.hpp"
-#include "core/stats.hpp"
+#include "tickrail/tools/stats_reader.hpp"
 #include "ops_test_util.hpp"
 #include "tickrail/publisher.hpp"
 #include "tickrail/subscriber.hpp"

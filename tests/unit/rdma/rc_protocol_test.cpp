@@ -149,3 +149,12 @@ TEST_CASE("rejectNoteTextIsBoundedAndTerminated") {
   CHECK(static_cast<RejectReason>(d->reason) == RejectReason::resources);
   CHECK(std::strlen(d->text) == sizeof d->text - 1);
 }
+
+// A credit interval past the ring would leave a blocked publisher waiting for good.
+TEST_CASE("creditIsReturnedAtLeastOncePerRing") {
+  REQUIRE(credit_interval(0, 1024) == 256);
+  REQUIRE(credit_interval(0, 2) == 1);
+  REQUIRE(credit_interval(100, 1024) == 100);
+  REQUIRE(credit_interval(1024, 1024) == 1024);
+  REQUIRE(credit_interval(1'000'000, 1024) == 1024);
+}

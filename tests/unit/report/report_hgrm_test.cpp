@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "report/format.hpp"
-#include "tickrail/report.hpp"
+#include "tools/report/format.hpp"
+#include "tickrail/tools/report.hpp"
 
 using namespace tickrail;
 

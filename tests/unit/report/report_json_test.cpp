@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tickrail/report.hpp"
+#include "tickrail/tools/report.hpp"
 
 using namespace tickrail;
 

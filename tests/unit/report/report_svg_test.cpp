@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "report/format.hpp"
+#include "tools/report/format.hpp"
 #include "tickrail/error.hpp"
-#include "tickrail/report.hpp"
+#include "tickrail/tools/report.hpp"
 
 using namespace tickrail;
 namespace fs = std::filesystem;

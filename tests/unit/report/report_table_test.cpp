@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "tickrail/report.hpp"
+#include "tickrail/tools/report.hpp"
 
 using namespace tickrail;
 

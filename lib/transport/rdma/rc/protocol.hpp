@@ -22,6 +22,7 @@
 // little-endian host: checked at compile time).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstddef>
@@ -88,6 +89,15 @@ static_assert(sizeof(Heartbeat) == kCacheLine && sizeof(NoticeLine) == kCacheLin
 static_assert(sizeof(ControlBlock) == 4 * kCacheLine);
 static_assert(offsetof(ControlBlock, notice) == kCacheLine);
 inline constexpr std::size_t kControlBytes = sizeof(ControlBlock);
+
+// How many ticks the subscriber consumes between credit returns: `requested` (rdma.credit_every;
+// 0: a quarter of the ring), never more than the ring, or a publisher under the block policy
+// would wait for a credit that never comes.
+[[nodiscard]] constexpr std::uint64_t credit_interval(std::uint64_t requested,
+                                                      std::uint64_t capacity) noexcept {
+  if (requested == 0) return std::max<std::uint64_t>(1, capacity / 4);
+  return std::min(requested, capacity);
+}
 
 [[nodiscard]] constexpr std::size_t region_bytes(std::uint64_t capacity) noexcept {
   return kControlBytes + static_cast<std::size_t>(capacity) * sizeof(Slot);

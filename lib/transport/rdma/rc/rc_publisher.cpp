@@ -12,7 +12,7 @@
 #include "tickrail/clock.hpp"
 #include "core/enum_names.hpp"
 #include "tickrail/error.hpp"
-#include "tickrail/log.hpp"
+#include "core/log.hpp"
 #include "transport/rdma/common/connection.hpp"
 #include "transport/rdma/verbs_error.hpp"
 

@@ -13,7 +13,7 @@
 #include "tickrail/build_config.hpp"
 #include "tickrail/clock.hpp"
 #include "tickrail/error.hpp"
-#include "tickrail/log.hpp"
+#include "core/log.hpp"
 #include "transport/rdma/common/connection.hpp"
 #include "transport/rdma/verbs_error.hpp"
 
@@ -63,7 +63,7 @@ RcSubscriber::RcSubscriber(const SubscriberConfig& config, const Overrides& over
     conn_ = connect(capacity, overrides, geometry_max);
   }
   capacity_ = capacity;
-  credit_every_ = r.credit_every != 0 ? r.credit_every : std::max<std::uint64_t>(1, capacity / 4);
+  credit_every_ = credit_interval(r.credit_every, capacity);
   last_credit_ = first_seq_;
 
   auto* base = static_cast<std::byte*>(conn_->region.data());

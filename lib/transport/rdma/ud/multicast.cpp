@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "tickrail/error.hpp"
-#include "tickrail/log.hpp"
+#include "core/log.hpp"
 #include "transport/rdma/verbs_error.hpp"
 
 namespace tickrail::rdma::ud {

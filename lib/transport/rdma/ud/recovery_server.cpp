@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "tickrail/error.hpp"
-#include "tickrail/log.hpp"
+#include "core/log.hpp"
 #include "transport/rdma/ud/datagram.hpp"
 #include "transport/rdma/ud/multicast.hpp"
 #include "transport/rdma/common/connection.hpp"

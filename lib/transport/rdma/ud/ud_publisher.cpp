@@ -10,7 +10,7 @@
 
 #include "tickrail/clock.hpp"
 #include "tickrail/error.hpp"
-#include "tickrail/log.hpp"
+#include "core/log.hpp"
 #include "transport/rdma/ud/recovery_protocol.hpp"
 #include "transport/rdma/ud/settings.hpp"
 #include "transport/rdma/common/connection.hpp"
