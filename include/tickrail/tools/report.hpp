@@ -49,14 +49,14 @@ struct TableRow {
 
 // (c) HdrHistogram's outputPercentileDistribution text, byte for byte (tested against the
 // output of HdrHistogram Java 2.1.11): the "Value Percentile TotalCount 1/(1-Percentile)" table
-// iterated with `ticks_per_half_distance` steps, values divided by `value_unit_scaling_ratio`
+// iterated with `steps_per_half_distance` steps, values divided by `value_unit_scaling_ratio`
 // (1000 prints microseconds from ns), then the #[Mean/StdDeviation], #[Max/Total count],
 // #[Buckets/SubBuckets] footer with HdrHistogram's figures (bucket_mean(), stdev(), the highest
 // value equivalent to max()).
 void write_hgrm(std::ostream& out, const Histogram& h, double value_unit_scaling_ratio = 1.0,
-                int ticks_per_half_distance = 5);
+                int steps_per_half_distance = 5);
 [[nodiscard]] std::string format_hgrm(const Histogram& h, double value_unit_scaling_ratio = 1.0,
-                                      int ticks_per_half_distance = 5);
+                                      int steps_per_half_distance = 5);
 
 // (d) Self-contained SVG in HdrHistogram's percentile-distribution style: latency (y, log scale,
 // ticks in ns/us/ms/s) by percentile on a "nines" x axis (0%, 90%, 99%, 99.9%, ... as far as

@@ -24,13 +24,13 @@ using report_detail::pad_left;
 // plotFiles.html) then drop those rows. The Value and TotalCount columns here widen to their
 // longest entry (Value plus one blank), so every row starts with a blank and the columns stay aligned;
 // output that fits in Java's widths is unchanged.
-void write_hgrm(std::ostream& out, const Histogram& h, double ratio, int ticks_per_half_distance) {
+void write_hgrm(std::ostream& out, const Histogram& h, double ratio, int steps_per_half_distance) {
   if (!(ratio > 0.0)) {
     throw Error(Errc::invalid_argument,
                 "hgrm output: value unit scaling ratio " + std::to_string(ratio) + " must be > 0");
   }
   const int d = h.significant_digits();
-  const std::vector<PercentileStep> steps = h.percentiles(ticks_per_half_distance);
+  const std::vector<PercentileStep> steps = h.percentiles(steps_per_half_distance);
   int value_width = 12;
   int count_width = 10;
   for (const PercentileStep& s : steps) {
@@ -59,9 +59,9 @@ void write_hgrm(std::ostream& out, const Histogram& h, double ratio, int ticks_p
       << "]\n";
 }
 
-std::string format_hgrm(const Histogram& h, double ratio, int ticks_per_half_distance) {
+std::string format_hgrm(const Histogram& h, double ratio, int steps_per_half_distance) {
   std::ostringstream out;
-  write_hgrm(out, h, ratio, ticks_per_half_distance);
+  write_hgrm(out, h, ratio, steps_per_half_distance);
   return out.str();
 }
 
