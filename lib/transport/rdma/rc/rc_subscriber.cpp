@@ -33,17 +33,7 @@ RcSubscriber::RcSubscriber(const SubscriberConfig& config, const Overrides& over
     : config_(config) {
   const RdmaConfig& r = config_.rdma;
   where_ = "channel '" + config_.channel + "' at " + r.address + ":" + std::to_string(r.port);
-  const std::string what = "subscribe to " + where_;
-  if (r.address.empty()) {
-    throw Error(Errc::config_error, "rdma.address: an RC subscriber needs its publisher's address");
-  }
-  if (r.connect_timeout.count() <= 0) {
-    throw Error(Errc::config_error, "rdma.connect_timeout_ms: must be positive");
-  }
-  if (r.recv_batch == 0 || r.recv_batch > 4096) {
-    throw Error(Errc::config_error, "rdma.recv_batch: " + std::to_string(r.recv_batch) +
-                                        " is outside 1..4096");
-  }
+  check_settings(r);
   rdma::require_device(r.device, "rc");
   (void)Clock::instance();
   silence_cycles_ = ms_to_cycles(config_.publisher_timeout);
@@ -69,18 +59,7 @@ RcSubscriber::RcSubscriber(const SubscriberConfig& config, const Overrides& over
   auto* base = static_cast<std::byte*>(conn_->region.data());
   control_ = reinterpret_cast<const ControlBlock*>(base);
   slots_ = reinterpret_cast<Slot*>(base + kControlBytes);
-
-  // The credit WRITE: prepared once; the value goes inline (or from the control block's
-  // credit-source line when the device has no inline data).
-  credit_sge_.addr = reinterpret_cast<std::uintptr_t>(
-      &reinterpret_cast<ControlBlock*>(base)->credit_source[0]);
-  credit_sge_.length = sizeof(std::uint64_t);
-  credit_sge_.lkey = conn_->mr->lkey();
-  credit_wr_.sg_list = &credit_sge_;
-  credit_wr_.num_sge = 1;
-  credit_wr_.opcode = IBV_WR_RDMA_WRITE;
-  credit_wr_.wr.rdma.remote_addr = credit_addr_;
-  credit_wr_.wr.rdma.rkey = credit_rkey_;
+  prepare_credit_write(reinterpret_cast<ControlBlock*>(base));
 
   if (is_memory_mode(mode_)) {
     // Credits go out from Subscriber::poll through return_credit(), not from the reader.
@@ -99,6 +78,32 @@ RcSubscriber::RcSubscriber(const SubscriberConfig& config, const Overrides& over
 }
 
 RcSubscriber::~RcSubscriber() { close(); }
+
+void RcSubscriber::check_settings(const RdmaConfig& r) {
+  if (r.address.empty()) {
+    throw Error(Errc::config_error, "rdma.address: an RC subscriber needs its publisher's address");
+  }
+  if (r.connect_timeout.count() <= 0) {
+    throw Error(Errc::config_error, "rdma.connect_timeout_ms: must be positive");
+  }
+  if (r.recv_batch == 0 || r.recv_batch > 4096) {
+    throw Error(Errc::config_error, "rdma.recv_batch: " + std::to_string(r.recv_batch) +
+                                        " is outside 1..4096");
+  }
+}
+
+// The credit WRITE: prepared once; the value goes inline (or from the control block's
+// credit-source line when the device has no inline data).
+void RcSubscriber::prepare_credit_write(ControlBlock* control) {
+  credit_sge_.addr = reinterpret_cast<std::uintptr_t>(&control->credit_source[0]);
+  credit_sge_.length = sizeof(std::uint64_t);
+  credit_sge_.lkey = conn_->mr->lkey();
+  credit_wr_.sg_list = &credit_sge_;
+  credit_wr_.num_sge = 1;
+  credit_wr_.opcode = IBV_WR_RDMA_WRITE;
+  credit_wr_.wr.rdma.remote_addr = credit_addr_;
+  credit_wr_.wr.rdma.rkey = credit_rkey_;
+}
 
 WriteMode RcSubscriber::choose_mode(Connection& c) {
   if (config_.rdma.polling == RcPolling::cq) return WriteMode::cq;
@@ -129,15 +134,24 @@ WriteMode RcSubscriber::choose_mode(Connection& c) {
 std::unique_ptr<RcSubscriber::Connection> RcSubscriber::connect(std::uint64_t capacity,
                                                                 const Overrides& overrides,
                                                                 std::uint64_t& geometry_max) {
-  const RdmaConfig& r = config_.rdma;
   const std::string what = "subscribe to " + where_;
-  auto wrap = [&what](const Error& e) { return Error(e.code(), what + ": " + e.what()); };
   auto c = std::make_unique<Connection>();
+  const rdma::Address dst = resolve_route(*c, what);
+  register_ring(*c, capacity, what);
+  create_queue_pair(*c, capacity, what);
+  mode_ = choose_mode(*c);
+  if (mode_ == WriteMode::cq) post_first_receives(*c, what);
+  handshake(*c, capacity, overrides, dst, geometry_max, what);
+  return c;
+}
+
+rdma::Address RcSubscriber::resolve_route(Connection& c, const std::string& what) {
+  const RdmaConfig& r = config_.rdma;
   rdma::Address dst;
   try {
     dst = rdma::Address::parse(r.address, r.port);
-    c->id.emplace(c->channel, RDMA_PS_TCP);
-    rdma::resolve(*c->id, c->channel, dst, r.connect_timeout);
+    c.id.emplace(c.channel, RDMA_PS_TCP);
+    rdma::resolve(*c.id, c.channel, dst, r.connect_timeout);
   } catch (const Error& e) {
     const std::error_code ec = e.code();
     if (ec == std::errc::network_unreachable || ec == std::errc::host_unreachable ||
@@ -145,18 +159,22 @@ std::unique_ptr<RcSubscriber::Connection> RcSubscriber::connect(std::uint64_t ca
       throw Error(Errc::not_found, what + ": no RDMA device has a route to " + r.address + " (" +
                                        e.what() + ")");
     }
-    throw wrap(e);
+    throw Error(e.code(), what + ": " + e.what());
   }
-  rdma::check_bound_device(*c->id, r.device, what + ": " + dst.str());
+  rdma::check_bound_device(*c.id, r.device, what + ": " + dst.str());
+  return dst;
+}
+
+void RcSubscriber::register_ring(Connection& c, std::uint64_t capacity, const std::string& what) {
   const std::size_t bytes = region_bytes(capacity);
   try {
-    c->pd.emplace(c->id->verbs());
-    c->region = MappedRegion(bytes);
+    c.pd.emplace(c.id->verbs());
+    c.region = MappedRegion(bytes);
   } catch (const Error& e) {
-    throw wrap(e);
+    throw Error(e.code(), what + ": " + e.what());
   }
-  c->region.prefault();  // no page fault when the first ticks land
-  if (config_.lock_memory && ::mlock(c->region.data(), c->region.size()) != 0) {
+  c.region.prefault();  // no page fault when the first ticks land
+  if (config_.lock_memory && ::mlock(c.region.data(), c.region.size()) != 0) {
     const int err = errno;
     throw Error(Errc::locked_memory, what + ": lock the " + std::to_string(bytes) +
                                          "-byte ring (" + std::to_string(capacity) + " slots): " +
@@ -166,64 +184,73 @@ std::unique_ptr<RcSubscriber::Connection> RcSubscriber::connect(std::uint64_t ca
   try {
     // Remote write only; never IBV_ACCESS_RELAXED_ORDERING: memory polling needs the NIC's
     // writes to land in order.
-    c->mr.emplace(*c->pd, c->region.data(), bytes,
-                  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    c.mr.emplace(*c.pd, c.region.data(), bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   } catch (const Error& e) {
     throw Error(e.code(), what + ": register its ring of " + std::to_string(capacity) +
                               " slots (" + std::to_string(bytes) + " bytes): " + e.what());
   }
+}
 
-  const bool cq_wanted = r.polling == RcPolling::cq || !config_.rdma.split_commit;
-  const ibv_device_attr dattr = rdma::query_device(c->id->verbs());
+void RcSubscriber::create_queue_pair(Connection& c, std::uint64_t capacity,
+                                     const std::string& what) {
+  const RdmaConfig& r = config_.rdma;
+  const bool cq_wanted = r.polling == RcPolling::cq || !r.split_commit;
+  const ibv_device_attr dattr = rdma::query_device(c.id->verbs());
   // Receives for WRITE WITH IMMEDIATE: enough that a keeping-up subscriber never makes the
   // publisher wait for one (RNR), within what the device allows.
   const std::uint64_t max_wr = dattr.max_qp_wr > 0 ? static_cast<std::uint64_t>(dattr.max_qp_wr) : 4096;
   recv_batch_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(r.recv_batch, max_wr / 2));
   // (A whole ring of one-slot WRITEs, and room for the heartbeats that follow them.)
-  c->recv_depth = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+  c.recv_depth = static_cast<std::uint32_t>(std::min<std::uint64_t>(
       std::min<std::uint64_t>(capacity, 4096) + 2 * std::uint64_t{recv_batch_}, max_wr));
   try {
-    c->send_cq.emplace(c->id->verbs(), static_cast<int>(credit_depth_));
-    c->recv_cq.emplace(c->id->verbs(), cq_wanted ? static_cast<int>(c->recv_depth) : 1);
+    c.send_cq.emplace(c.id->verbs(), static_cast<int>(credit_depth_));
+    c.recv_cq.emplace(c.id->verbs(), cq_wanted ? static_cast<int>(c.recv_depth) : 1);
     ibv_qp_init_attr qa{};
-    qa.send_cq = c->send_cq->get();
-    qa.recv_cq = c->recv_cq->get();
+    qa.send_cq = c.send_cq->get();
+    qa.recv_cq = c.recv_cq->get();
     qa.qp_type = IBV_QPT_RC;
     qa.sq_sig_all = 0;
     qa.cap.max_send_wr = credit_depth_;
-    qa.cap.max_recv_wr = cq_wanted ? c->recv_depth : 1;
+    qa.cap.max_recv_wr = cq_wanted ? c.recv_depth : 1;
     qa.cap.max_send_sge = 1;
     qa.cap.max_recv_sge = 1;
     qa.cap.max_inline_data = sizeof(std::uint64_t);
-    c->qp.emplace(rdma::create_qp(*c->id, c->pd->get(), qa, sizeof(std::uint64_t)));
-    c->max_inline = qa.cap.max_inline_data;
+    c.qp.emplace(rdma::create_qp(*c.id, c.pd->get(), qa, sizeof(std::uint64_t)));
+    c.max_inline = qa.cap.max_inline_data;
   } catch (const Error& e) {
-    throw wrap(e);
+    throw Error(e.code(), what + ": " + e.what());
   }
-  mode_ = choose_mode(*c);
-  if (mode_ == WriteMode::cq) {
-    // One receive per WRITE WITH IMMEDIATE; no scatter entry: the data went by RDMA.
-    recv_wr_.assign(recv_batch_, ibv_recv_wr{});
-    for (std::uint32_t i = 0; i < recv_batch_; ++i) {
-      recv_wr_[i].wr_id = i;
-      recv_wr_[i].next = i + 1 < recv_batch_ ? &recv_wr_[i + 1] : nullptr;
-    }
-    wc_.assign(recv_batch_, ibv_wc{});
-    for (std::uint32_t posted = 0; posted + recv_batch_ <= c->recv_depth; posted += recv_batch_) {
-      ibv_recv_wr* bad = nullptr;
-      rdma::check_ret(ibv_post_recv(c->qp->get(), recv_wr_.data(), &bad), "ibv_post_recv", what);
-    }
-  }
+}
 
+// CQ mode: one receive per WRITE WITH IMMEDIATE; no scatter entry, the data went by RDMA.
+void RcSubscriber::post_first_receives(Connection& c, const std::string& what) {
+  recv_wr_.assign(recv_batch_, ibv_recv_wr{});
+  for (std::uint32_t i = 0; i < recv_batch_; ++i) {
+    recv_wr_[i].wr_id = i;
+    recv_wr_[i].next = i + 1 < recv_batch_ ? &recv_wr_[i + 1] : nullptr;
+  }
+  wc_.assign(recv_batch_, ibv_wc{});
+  for (std::uint32_t posted = 0; posted + recv_batch_ <= c.recv_depth; posted += recv_batch_) {
+    ibv_recv_wr* bad = nullptr;
+    rdma::check_ret(ibv_post_recv(c.qp->get(), recv_wr_.data(), &bad), "ibv_post_recv", what);
+  }
+}
+
+// Sends the connect request and reads the publisher's answer: an accept with the first
+// sequence and the credit word, or a reject whose reason becomes the error.
+void RcSubscriber::handshake(Connection& c, std::uint64_t capacity, const Overrides& overrides,
+                             const rdma::Address& dst, std::uint64_t& geometry_max,
+                             const std::string& what) {
   ConnectRequest req = make_request(config_, mode_, capacity,
-                                    reinterpret_cast<std::uintptr_t>(c->region.data()),
-                                    c->mr->rkey());
+                                    reinterpret_cast<std::uintptr_t>(c.region.data()),
+                                    c.mr->rkey());
   if (overrides.version) req.version = *overrides.version;
   if (overrides.capacity_log2) req.capacity_log2 = *overrides.capacity_log2;
   rdma_conn_param param = rdma::connection_param(std::as_bytes(std::span(&req, 1)), 1, 1);
   try {
-    c->id->connect(param);
-    rdma::CmEvent ev = c->channel.next(r.connect_timeout, what);
+    c.id->connect(param);
+    rdma::CmEvent ev = c.channel.next(config_.rdma.connect_timeout, what);
     if (ev.type() == RDMA_CM_EVENT_REJECTED) {
       if (auto note = decode_reject(ev.private_data())) {
         const auto reason = static_cast<RejectReason>(note->reason);
@@ -251,9 +278,8 @@ std::unique_ptr<RcSubscriber::Connection> RcSubscriber::connect(std::uint64_t ca
     credit_rkey_ = reply->credit_rkey;
   } catch (const Error& e) {
     if (std::string_view(e.what()).starts_with(what)) throw;
-    throw wrap(e);
+    throw Error(e.code(), what + ": " + e.what());
   }
-  return c;
 }
 
 void RcSubscriber::cm_loop(std::stop_token stop) noexcept {

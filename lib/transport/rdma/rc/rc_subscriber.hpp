@@ -79,7 +79,16 @@ class RcSubscriber final : public detail::SubscriberTransport {
   // largest ring when it refused ours for its size.
   std::unique_ptr<Connection> connect(std::uint64_t capacity, const Overrides& overrides,
                                       std::uint64_t& geometry_max);
+  // Its steps, in order.
+  rdma::Address resolve_route(Connection& c, const std::string& what);
+  void register_ring(Connection& c, std::uint64_t capacity, const std::string& what);
+  void create_queue_pair(Connection& c, std::uint64_t capacity, const std::string& what);
+  void post_first_receives(Connection& c, const std::string& what);
+  void handshake(Connection& c, std::uint64_t capacity, const Overrides& overrides,
+                 const rdma::Address& dst, std::uint64_t& geometry_max, const std::string& what);
   WriteMode choose_mode(Connection& c);
+  static void check_settings(const RdmaConfig& r);
+  void prepare_credit_write(ControlBlock* control);
   void post_receives(std::uint32_t n) noexcept;
   void cm_loop(std::stop_token st) noexcept;
   std::size_t poll_cq(detail::TickSink sink, std::size_t limit) noexcept;

@@ -56,23 +56,49 @@ UdPublisher::UdPublisher(const PublisherConfig& config)
                             std::to_string(mc_id_.get()->port_num);
   mtu_ = active_mtu(mc_id_.get());
   tpd_ = checked_ticks_per_datagram(r.max_ticks_per_datagram, mtu_, where);
+  size_send_queue();
+  register_memory();
+  create_queue_pair();
+  const Address group = parse_group(r.groups.front(), "rdma.groups[0]");
+  membership_ = std::make_unique<Membership>(mc_id_, mc_channel_, group,
+                                             Membership::Kind::send_only, r.connect_timeout);
+  ibv_ah_attr ah = membership_->ah_attr();
+  ah_.emplace(pd_, ah);
+  session_ = random_session();
+  start_recovery_server();
+  prepare_work_requests();
+  heartbeat_cycles_ = clock.ns_to_cycles(
+      static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(r.heartbeat_interval).count()));
+  batch_delay_cycles_ = clock.ns_to_cycles(static_cast<double>(r.batch_delay.count()));
 
+  logger()->info(
+      "UD publisher: session {:016x} to group {} from {} on {} (MTU {}, {} tick(s)/datagram, "
+      "inline up to {} B, {} membership), history {} ticks, recovery on port {}",
+      session_, group.str(), r.address, where, mtu_, tpd_, max_inline_,
+      membership_->send_only() ? "send-only" : "full", r.history, server_->port());
+}
+
+void UdPublisher::size_send_queue() {
   const ibv_device_attr dev = query_device(mc_id_.verbs());
-  signal_every_ = std::clamp<std::uint32_t>(r.signal_every, 1, 1024);
+  signal_every_ = std::clamp<std::uint32_t>(config_.rdma.signal_every, 1, 1024);
   sq_depth_ = std::bit_ceil(std::max<std::uint32_t>(64, 2 * signal_every_));
   while (sq_depth_ > static_cast<std::uint32_t>(dev.max_qp_wr) && sq_depth_ > 2) sq_depth_ /= 2;
   if (signal_every_ > sq_depth_ / 2) signal_every_ = std::max<std::uint32_t>(1, sq_depth_ / 2);
+}
 
+// The history ring (read by recovering subscribers) and one header per send queue slot.
+void UdPublisher::register_memory() {
+  const std::uint64_t history = config_.rdma.history;
   // A history slot is rewritten `history` ticks later: by then every send that gathered it from
   // there must be complete, which the send queue depth bounds.
   const std::uint64_t min_history = std::uint64_t{4} * sq_depth_ * tpd_;
-  if (r.history < min_history) {
-    bad_setting("UD publisher", "history", std::to_string(r.history) + " ticks is less than the " +
+  if (history < min_history) {
+    bad_setting("UD publisher", "history", std::to_string(history) + " ticks is less than the " +
                        std::to_string(min_history) + " that " + std::to_string(sq_depth_) +
                        " queued datagrams of " + std::to_string(tpd_) + " ticks may still gather");
   }
-  history_mask_ = r.history - 1;
-  const std::size_t history_bytes = std::size_t{r.history} * sizeof(Slot);
+  history_mask_ = history - 1;
+  const std::size_t history_bytes = std::size_t{history} * sizeof(Slot);
   history_mem_ = MappedRegion(history_bytes, /*huge_pages=*/true);
   history_mem_.prefault();
   history_mr_.emplace(pd_, history_mem_.data(), history_bytes,
@@ -84,7 +110,9 @@ UdPublisher::UdPublisher(const PublisherConfig& config)
   header_mem_.prefault();
   header_mr_.emplace(pd_, header_mem_.data(), header_bytes, IBV_ACCESS_LOCAL_WRITE);
   headers_ = static_cast<DatagramHeader*>(header_mem_.data());
+}
 
+void UdPublisher::create_queue_pair() {
   send_cq_.emplace(mc_id_.verbs(), static_cast<int>(sq_depth_));
   // Inline the largest datagram the device takes inline (rxe: 512 bytes); the work request
   // then carries the bytes and the NIC reads no memory for them.
@@ -101,14 +129,10 @@ UdPublisher::UdPublisher(const PublisherConfig& config)
   a.sq_sig_all = 0;
   qp_.emplace(create_qp(mc_id_, pd_.get(), a, kHeaderBytes));
   max_inline_ = a.cap.max_inline_data;
+}
 
-  const Address group = parse_group(r.groups.front(), "rdma.groups[0]");
-  membership_ = std::make_unique<Membership>(mc_id_, mc_channel_, group,
-                                             Membership::Kind::send_only, r.connect_timeout);
-  ibv_ah_attr ah = membership_->ah_attr();
-  ah_.emplace(pd_, ah);
-
-  session_ = random_session();
+void UdPublisher::start_recovery_server() {
+  const RdmaConfig& r = config_.rdma;
   RecoveryServer::Params sp;
   sp.listen = Address::parse(r.address, r.port);
   sp.token = r.token;
@@ -121,15 +145,19 @@ UdPublisher::UdPublisher(const PublisherConfig& config)
   sp.grant.capacity = r.history;
   sp.grant.rkey = history_mr_->rkey();
   server_ = std::make_unique<RecoveryServer>(sp, pd_);
+}
 
-  // Every header is prepared once; a post writes only kind, first_seq, count and send_ts.
+// Every header and work request is prepared once; a post writes only kind, first_seq, count,
+// send_ts and the gather list's history entries.
+void UdPublisher::prepare_work_requests() {
   DatagramHeader tmpl{};
   tmpl.magic = kMagic;
   tmpl.version = kVersion;
   tmpl.session = session_;
   tmpl.recovery_port = server_->port();
-  tmpl.history = r.history;
-  const sockaddr* sa = sp.listen.get();
+  tmpl.history = config_.rdma.history;
+  const Address listen = Address::parse(config_.rdma.address, config_.rdma.port);
+  const sockaddr* sa = listen.get();
   if (sa->sa_family == AF_INET) {
     tmpl.recovery_family = 4;
     std::memcpy(tmpl.recovery_addr, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, 4);
@@ -137,11 +165,10 @@ UdPublisher::UdPublisher(const PublisherConfig& config)
     tmpl.recovery_family = 6;
     std::memcpy(tmpl.recovery_addr, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, 16);
   }
-  for (std::uint32_t i = 0; i < sq_depth_; ++i) headers_[i] = tmpl;
-
   wrs_ = std::make_unique<ibv_send_wr[]>(sq_depth_);
   sges_ = std::make_unique<ibv_sge[]>(std::size_t{sq_depth_} * 3);
   for (std::uint32_t i = 0; i < sq_depth_; ++i) {
+    headers_[i] = tmpl;
     ibv_sge* s = &sges_[std::size_t{i} * 3];
     s[0].addr = reinterpret_cast<std::uintptr_t>(&headers_[i]);
     s[0].length = static_cast<std::uint32_t>(kHeaderBytes);
@@ -155,16 +182,6 @@ UdPublisher::UdPublisher(const PublisherConfig& config)
     w.wr.ud.remote_qpn = membership_->remote_qpn();
     w.wr.ud.remote_qkey = membership_->qkey();
   }
-
-  heartbeat_cycles_ = clock.ns_to_cycles(
-      static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(r.heartbeat_interval).count()));
-  batch_delay_cycles_ = clock.ns_to_cycles(static_cast<double>(r.batch_delay.count()));
-
-  logger()->info(
-      "UD publisher: session {:016x} to group {} from {} on {} (MTU {}, {} tick(s)/datagram, "
-      "inline up to {} B, {} membership), history {} ticks, recovery on port {}",
-      session_, group.str(), r.address, where, mtu_, tpd_, max_inline_,
-      membership_->send_only() ? "send-only" : "full", r.history, server_->port());
 }
 
 UdPublisher::~UdPublisher() {

@@ -66,6 +66,13 @@ class UdPublisher final : public detail::PublisherTransport {
   [[nodiscard]] std::uint64_t session() const noexcept { return session_; }
 
  private:
+  // Setup steps of the constructor, in order.
+  void size_send_queue();
+  void register_memory();
+  void create_queue_pair();
+  void start_recovery_server();
+  void prepare_work_requests();
+
   // Data path.
   bool post(DatagramKind kind, std::uint64_t first, std::uint32_t count, std::uint64_t now) noexcept;
   bool send_queue_room() noexcept;
