@@ -201,8 +201,31 @@ void OrderBook::reduce(Order* o, std::uint32_t qty) noexcept {
 }
 
 bool OrderBook::apply(const Tick& t, Tick& quote) {
-  std::uint32_t instrument = t.instrument;
+  std::uint32_t instrument = 0;
   Order* o = nullptr;
+  if (!target(t, instrument, o)) return false;
+  Book& b = *book(instrument);
+  const Level bid0 = best(b.side[0]);
+  const Level ask0 = best(b.side[1]);
+  change(b, t, o, instrument);
+  const Level bid1 = best(b.side[0]);
+  const Level ask1 = best(b.side[1]);
+  if (same(bid0, bid1) && same(ask0, ask1)) return false;
+  quote = Tick{};
+  quote.kind = TickKind::Quote;
+  quote.instrument = instrument;
+  quote.price = bid1.price;
+  quote.qty = saturate32(bid1.qty);
+  quote.set_ask_price(ask1.price);
+  quote.aux_qty = saturate32(ask1.qty);
+  quote.exch_ts = t.exch_ts;
+  quote.seq = t.seq;
+  quote.flags = t.flags;
+  ++counts_.quotes;
+  return true;
+}
+
+bool OrderBook::target(const Tick& t, std::uint32_t& instrument, Order*& o) {
   switch (t.kind) {
     case TickKind::Add:
       if (t.instrument > cfg_.max_instrument) {
@@ -213,7 +236,8 @@ bool OrderBook::apply(const Tick& t, Tick& quote) {
         ++counts_.invalid_adds;
         return false;
       }
-      break;
+      instrument = t.instrument;
+      return true;
     case TickKind::Modify:
     case TickKind::Cancel:
     case TickKind::Delete:
@@ -224,42 +248,24 @@ bool OrderBook::apply(const Tick& t, Tick& quote) {
         return false;
       }
       instrument = o->instrument;
-      break;
+      return true;
     default:
       return false;
   }
-  Book& b = *book(instrument);
-  const Level bid0 = best(b.side[0]);
-  const Level ask0 = best(b.side[1]);
+}
+
+void OrderBook::change(Book& b, const Tick& t, Order* o, std::uint32_t instrument) {
   switch (t.kind) {
-    case TickKind::Add: {
-      Order* n = insert(t.order_ref);
-      if (n == nullptr) {
-        ++counts_.duplicate_adds;
-        return false;
-      }
-      n->price = t.price;
-      n->qty = t.qty;
-      n->instrument = instrument;
-      n->side = t.side;
-      level_add(b, t.side, t.price, t.qty);
-      ++counts_.adds;
+    case TickKind::Add:
+      if (place(b, t.order_ref, t.side, t.price, t.qty, instrument)) ++counts_.adds;
       break;
-    }
     case TickKind::Modify: {
+      // An ITCH replace: the old order goes, a new reference takes its side.
       ++counts_.replaces;
       const Side side = o->side;
       remove(o);
-      Order* n = t.aux == 0 ? nullptr : insert(t.aux);
-      if (n == nullptr) {
-        ++counts_.duplicate_adds;
-        break;
-      }
-      n->price = t.price;
-      n->qty = t.qty;
-      n->instrument = instrument;
-      n->side = side;
-      level_add(b, side, t.price, t.qty);
+      if (t.aux != 0) (void)place(b, t.aux, side, t.price, t.qty, instrument);
+      else ++counts_.duplicate_adds;
       break;
     }
     case TickKind::Cancel:
@@ -277,20 +283,20 @@ bool OrderBook::apply(const Tick& t, Tick& quote) {
     default:
       break;
   }
-  const Level bid1 = best(b.side[0]);
-  const Level ask1 = best(b.side[1]);
-  if (same(bid0, bid1) && same(ask0, ask1)) return false;
-  quote = Tick{};
-  quote.kind = TickKind::Quote;
-  quote.instrument = instrument;
-  quote.price = bid1.price;
-  quote.qty = saturate32(bid1.qty);
-  quote.set_ask_price(ask1.price);
-  quote.aux_qty = saturate32(ask1.qty);
-  quote.exch_ts = t.exch_ts;
-  quote.seq = t.seq;
-  quote.flags = t.flags;
-  ++counts_.quotes;
+}
+
+bool OrderBook::place(Book& b, std::uint64_t ref, Side side, std::int64_t price, std::uint32_t qty,
+                      std::uint32_t instrument) {
+  Order* n = insert(ref);
+  if (n == nullptr) {
+    ++counts_.duplicate_adds;
+    return false;
+  }
+  n->price = price;
+  n->qty = qty;
+  n->instrument = instrument;
+  n->side = side;
+  level_add(b, side, price, qty);
   return true;
 }
 

@@ -114,6 +114,12 @@ class OrderBook {
   // Reduces an order by `qty` (execute/cancel), removing it when nothing is left.
   void reduce(Order* o, std::uint32_t qty) noexcept;
   void remove(Order* o) noexcept;
+  // apply()'s steps: the instrument and order a tick is for (false: it cannot apply), the
+  // change to the book, and a new order in it (false: the reference is taken).
+  bool target(const Tick& t, std::uint32_t& instrument, Order*& o);
+  void change(Book& b, const Tick& t, Order* o, std::uint32_t instrument);
+  bool place(Book& b, std::uint64_t ref, Side side, std::int64_t price, std::uint32_t qty,
+             std::uint32_t instrument);
 
   BookConfig cfg_;
   Table table_;
