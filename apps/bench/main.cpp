@@ -268,6 +268,8 @@ struct Channels {
     config.max_subscribers = 1;
     config.ring_capacity = 4096;
     config.stats = o.stats != "off";
+    // Off both pinned cores when the host has another (else the library's default: off the sender's).
+    config.housekeeping_cpus = cpus_besides({o.sender_cpu, o.receiver_cpu});
     main.emplace(config, "subscriber");
     if (o.stats == "both") {
       PublisherConfig c = config;

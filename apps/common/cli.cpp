@@ -12,6 +12,7 @@
 #include <cstring>
 #include <thread>
 
+#include "tickrail/affinity.hpp"
 #include "tickrail/version.hpp"
 
 namespace tickrail::cli {
@@ -92,6 +93,15 @@ std::chrono::milliseconds parse_seconds(std::string_view text, std::string_view 
 
 std::chrono::milliseconds parse_milliseconds(std::string_view text, std::string_view option) {
   return std::chrono::milliseconds(parse_integer(text, option, 0, kMaxDuration.count()));
+}
+
+std::string parse_cpu_list_text(std::string_view text, std::string_view option) {
+  try {
+    (void)parse_cpu_list(text);
+  } catch (const Error&) {
+    bad_value(option, "'" + std::string(text) + "' is not a cpu list like 2-3,6");
+  }
+  return std::string(text);
 }
 
 void check_writable(const std::string& path, std::string_view option) {

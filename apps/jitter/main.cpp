@@ -30,8 +30,10 @@ void declare(cli::Cli& cli, jitter::Options& o, SubscriberConfig& sc) {
              [&](const std::string& v) { o.echo_group = v; });
   cli.option("--warmup", "pingpong: pings not recorded after the first echo (1000)",
              [&](const std::string& v) { o.warmup = cli::parse_unsigned(v, "--warmup"); });
-  cli.option("--cpu", "pin the polling thread to this cpu (-1: do not pin)",
+  cli.option("--cpu", "pin the polling thread to this cpu (-1: do not pin); tickrail's background threads then run on the others",
              [&](const std::string& v) { o.cpu = static_cast<int>(cli::parse_integer(v, "--cpu", -1, 4095)); });
+  cli.option("--housekeeping-cpus", "run tickrail's background threads only on these cpus, e.g. 2-3,6 (housekeeping_cpus)",
+             [&](const std::string& v) { sc.housekeeping_cpus = cli::parse_cpu_list_text(v, "--housekeeping-cpus"); });
   cli.option("--duration", "stop after this many seconds (at most 86400)",
              [&](const std::string& v) { o.duration = cli::parse_seconds(v, "--duration"); });
   cli.option("--count", "stop after this many ticks (0: no limit)",
@@ -43,7 +45,7 @@ void declare(cli::Cli& cli, jitter::Options& o, SubscriberConfig& sc) {
   cli.flag("-q,--quiet", "no live line", [&] { o.live = false; });
   cli.value_names({{"--transport", "T"}, {"--channel", "NAME"}, {"--policy", "P"}, {"--attach-timeout-ms", "MS"},
                    {"--mode", "M"}, {"--echo-address", "A"}, {"--echo-group", "G"}, {"--warmup", "N"},
-                   {"--cpu", "N"}, {"--duration", "S"}, {"--count", "N"}});
+                   {"--cpu", "N"}, {"--housekeeping-cpus", "LIST"}, {"--duration", "S"}, {"--count", "N"}});
 }
 
 }  // namespace

@@ -28,6 +28,7 @@ PublisherConfig forward_publisher(const SubscriberConfig& sc) {
   pc.shm_dir = sc.shm_dir;
   pc.stats = sc.stats;
   pc.lock_memory = sc.lock_memory;
+  pc.housekeeping_cpus = sc.housekeeping_cpus;
   pc.rdma = sc.rdma;
   pc.stamp_send_time = true;  // the ping's send time, on this end's clock
   return pc;

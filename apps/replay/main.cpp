@@ -82,14 +82,16 @@ void declare(cli::Cli& cli, replay::Options& o, PublisherConfig& pc, bool& quiet
   cli.option("--batch", "ticks per publish call, at most (default 256)", [&](const std::string& v) {
     o.batch = static_cast<std::uint32_t>(cli::parse_integer(v, "--batch", 1, 65536));
   });
-  cli.option("--cpu", "pin the publishing thread to this cpu (-1: do not pin)",
+  cli.option("--cpu", "pin the publishing thread to this cpu (-1: do not pin); tickrail's background threads then run on the others",
              [&](const std::string& v) { o.cpu = static_cast<int>(cli::parse_integer(v, "--cpu", -1, 4095)); });
+  cli.option("--housekeeping-cpus", "run tickrail's background threads only on these cpus, e.g. 2-3,6 (housekeeping_cpus)",
+             [&](const std::string& v) { pc.housekeeping_cpus = cli::parse_cpu_list_text(v, "--housekeeping-cpus"); });
   cli.output("--json", "write the summary as JSON to this file", o.json);
   cli.flag("-q,--quiet", "no progress line", [&] { quiet = true; });
   cli.value_names({{"--transport", "T"}, {"--channel", "NAME"}, {"--format", "F"}, {"--speed", "X"},
                    {"--rate", "N"}, {"--max-gap", "DURATION"}, {"--wait-subscribers", "N"}, {"--wait-timeout-ms", "MS"},
                    {"--count", "N"}, {"--duration", "S"}, {"--seed", "N"}, {"--instruments", "N"},
-                   {"--udp-port", "P"}, {"--batch", "N"}, {"--cpu", "N"}});
+                   {"--udp-port", "P"}, {"--batch", "N"}, {"--cpu", "N"}, {"--housekeeping-cpus", "LIST"}});
 }
 
 void pin_if_asked(const cli::Cli& cli, const replay::Options& o) {

@@ -37,6 +37,13 @@ struct TICKRAIL_API PinResult {
 [[nodiscard]] TICKRAIL_API std::vector<int> online_cpus(const std::string& sysfs_root = "/");
 // The calling thread's affinity mask (sched_getaffinity).
 [[nodiscard]] TICKRAIL_API std::vector<int> allowed_cpus();
+// The cpus this process may use: the affinity of the thread that loaded the library, read
+// before main() (a program that pins its main thread later does not shrink it), less the cpus
+// offline now.
+[[nodiscard]] TICKRAIL_API std::vector<int> process_cpus();
+// process_cpus() less `hot`, as a cpu list ("" when none is left): the housekeeping_cpus of a
+// program that runs hot threads on several cores.
+[[nodiscard]] TICKRAIL_API std::string cpus_besides(const std::vector<int>& hot);
 
 // cpufreq scaling_governor of `cpu`, e.g. "performance"; empty when the host has no cpufreq
 // (virtual machines, fixed-frequency hosts).

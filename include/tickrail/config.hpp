@@ -93,6 +93,10 @@ struct TICKRAIL_API PublisherConfig {
   std::vector<std::string> allow_users;
   std::vector<std::string> allow_groups;
   bool stats = true;  // live counters in the process's stat file (tickrail-stat; TICKRAIL_STATS=0: off)
+  // Where the publisher's background threads run (docs/threads.md), as a cpu list: "2-3,6".
+  // Empty: when the thread that creates the publisher is pinned to some of the process's cpus,
+  // the others; otherwise where that thread may run.
+  std::string housekeeping_cpus;
   RdmaConfig rdma;
 
   void validate() const;  // throws Error(config_error)
@@ -116,6 +120,7 @@ struct TICKRAIL_API SubscriberConfig {
   // names or numeric ids.
   std::vector<std::string> publisher_users;
   bool stats = true;  // live counters in the process's stat file (tickrail-stat; TICKRAIL_STATS=0: off)
+  std::string housekeeping_cpus;  // as PublisherConfig::housekeeping_cpus
   RdmaConfig rdma;
 
   void validate() const;

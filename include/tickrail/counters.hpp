@@ -8,8 +8,11 @@
 // idea of Aeron's system counters: one table, and a static_assert on its size).
 //
 // Columns: X(name, where, kind, help)
-//   where  api:  a member of the struct, copied into the live counters
-//          live: in the live counters only, filled by the Subscriber itself
+//   where  api:    a member of the struct, copied into the live counters
+//          live:   in the live counters only, filled by the Subscriber itself
+//          thread: in the live counters only, written by one of the library's background
+//                  threads (docs/threads.md) into words apart from the hot ones, so that its
+//                  wake-ups never touch the lines the publishing or polling thread writes
 //   kind   counter: only grows (Prometheus *_total); gauge: goes up and down
 //
 // Rows are only ever appended: a counter's index in the live counters file never changes.
@@ -38,7 +41,11 @@
   X(unheard, api, counter, "Ticks sequenced while no subscriber was attached.")                    \
   X(evictions, api, counter, "Subscribers evicted by the disconnect slow-consumer policy.")        \
   X(reclaimed, api, counter, "Slots of dead subscribers reclaimed.")                              \
-  X(completion_errors, api, counter, "RDMA work completions with an error status.")
+  X(completion_errors, api, counter, "RDMA work completions with an error status.")               \
+  X(background_wakeups, thread, counter,                                                           \
+    "Wake-ups of the publisher's background thread (tr-shm-cond, tr-rc-cm or tr-ud-recov).")       \
+  X(stats_wakeups, thread, counter,                                                                \
+    "Wake-ups of the process's stats thread (tr-stats), which refreshes this publisher's rows.")
 
 // received + lost always equals the ticks published from the subscriber's first sequence up to
 // its position (Subscriber::next_sequence()), including ticks lapped before its first receipt.
@@ -59,11 +66,14 @@
   X(completion_errors, api, counter, "RDMA work completions with an error status.")                \
   X(max_poll_gap_cycles, live, gauge, "Longest interval between two polls, in TSC cycles.")        \
   X(skips, api, counter,                                                                           \
-    "Runs of lost ticks skipped (resuming after being lapped; ud: runs lost for good).")
+    "Runs of lost ticks skipped (resuming after being lapped; ud: runs lost for good).")          \
+  X(background_wakeups, thread, counter,                                                           \
+    "Wake-ups of the subscriber's background thread (tr-rc-cm or tr-ud-cond; shm has none).")
 // clang-format on
 
 #define TICKRAIL_DETAIL_MEMBER_api(name) std::uint64_t name = 0;
 #define TICKRAIL_DETAIL_MEMBER_live(name)
+#define TICKRAIL_DETAIL_MEMBER_thread(name)
 #define TICKRAIL_DETAIL_MEMBER(name, where, kind, help) TICKRAIL_DETAIL_MEMBER_##where(name)
 #define TICKRAIL_DETAIL_INDEX(name, where, kind, help) name,
 

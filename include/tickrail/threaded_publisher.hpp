@@ -24,7 +24,10 @@ namespace tickrail {
 struct TICKRAIL_API ThreadedPublisherOptions {
   std::size_t queue_capacity = 65536;  // ticks per producer queue
   std::size_t batch = 64;              // ticks drained from one queue at a time
-  int cpu = -1;                        // pin the publishing thread here (-1: do not pin)
+  // Pin the publishing thread (named tr-pub) here; -1: it runs where the creating thread may. A
+  // hot thread, never placed with the background ones: when housekeeping_cpus is not set, the
+  // publisher's background threads avoid this cpu as well as the creating thread's.
+  int cpu = -1;
   IdleKind idle = IdleKind::busy_spin;
   std::size_t max_producers = 64;
   // At stop(), how long to keep retrying ticks that a block subscriber has no room for.

@@ -117,6 +117,42 @@ std::vector<int> allowed_cpus() {
   return cpus;
 }
 
+namespace {
+// Captured before main(): what the process was started with (taskset, cgroup cpuset).
+const std::vector<int>& start_cpus() {
+  static const std::vector<int> cpus = [] {
+    std::vector<int> c = allowed_cpus();
+    if (c.empty()) {
+      try {
+        c = online_cpus();
+      } catch (const Error&) {
+        // Neither: no cpu is known, and nothing is placed.
+      }
+    }
+    return c;
+  }();
+  return cpus;
+}
+[[maybe_unused]] const bool g_captured = (start_cpus(), true);
+}  // namespace
+
+std::vector<int> process_cpus() {
+  std::vector<int> cpus = start_cpus();
+  try {
+    const std::vector<int> online = online_cpus();
+    if (!online.empty()) std::erase_if(cpus, [&](int c) { return !contains(online, c); });
+  } catch (const Error&) {
+    // Unreadable sysfs: the set the process started with.
+  }
+  return cpus;
+}
+
+std::string cpus_besides(const std::vector<int>& hot) {
+  std::vector<int> rest = process_cpus();
+  std::erase_if(rest, [&](int c) { return std::find(hot.begin(), hot.end(), c) != hot.end(); });
+  return format_cpu_list(rest);
+}
+
 std::string cpu_governor(int cpu, const std::string& sysfs_root) {
   if (cpu < 0) return {};
   const auto line = read_line(under(

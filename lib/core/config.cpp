@@ -1,5 +1,6 @@
 #include "tickrail/config.hpp"
 
+#include "tickrail/affinity.hpp"
 #include "tickrail/error.hpp"
 #include "tickrail/ring.hpp"
 #include "core/enum_names.hpp"
@@ -16,6 +17,14 @@ void check_duration(std::string_view key, std::chrono::duration<Rep, Period> d, 
   if (d.count() < min || d > max) {
     bad(key, std::to_string(d.count()) + " is outside " + std::to_string(min) + ".." +
                  std::to_string(max.count()) + " (24 h)");
+  }
+}
+// Its form only: whether the cpus exist here is checked when an endpoint starts its threads.
+void validate_housekeeping_cpus(std::string_view text) {
+  try {
+    (void)parse_cpu_list(text);
+  } catch (const Error&) {
+    bad("housekeeping_cpus", "'" + std::string(text) + "' is not a cpu list like 2-3,6");
   }
 }
 }  // namespace
@@ -74,6 +83,7 @@ void PublisherConfig::validate() const {
     bad("conductor_period_ms", std::to_string(conductor_period.count()) + " is outside 1..1000");
   }
   if (shm_dir.empty()) bad("shm_dir", "must not be empty");
+  validate_housekeeping_cpus(housekeeping_cpus);
   rdma.validate();
 }
 
@@ -86,6 +96,7 @@ void SubscriberConfig::validate() const {
   check_duration("attach_timeout_ms", attach_timeout, std::int64_t{0});
   check_duration("publisher_timeout_ms", publisher_timeout, std::int64_t{1});
   if (shm_dir.empty()) bad("shm_dir", "must not be empty");
+  validate_housekeeping_cpus(housekeeping_cpus);
   rdma.validate();
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/enum_names.hpp"
+#include "core/thread.hpp"
 
 namespace tickrail {
 namespace {
@@ -70,8 +71,10 @@ class HandlerSink final : public spdlog::sinks::base_sink<std::mutex> {
 
 struct AsyncLog {
   // Our own pool, not spdlog's global one, so an application's spdlog setup is left alone.
-  std::shared_ptr<spdlog::details::thread_pool> pool =
-      std::make_shared<spdlog::details::thread_pool>(kQueueSize, 1);
+  // Its one thread is named and placed like the endpoints' background threads (core/thread.hpp).
+  std::shared_ptr<spdlog::details::thread_pool> pool = std::make_shared<spdlog::details::thread_pool>(
+      kQueueSize, 1, [] { detail::enter_process_thread("tr-log"); },
+      [] { detail::leave_process_thread(); });
   std::shared_ptr<HandlerSink> sink = std::make_shared<HandlerSink>();
   std::shared_ptr<spdlog::logger> log;
   // After the drain: the same sink, written by the caller (the async one would throw).

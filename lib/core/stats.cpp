@@ -19,12 +19,12 @@
 #include <stop_token>
 #include <thread>
 
-#include "tickrail/affinity.hpp"
 #include "tickrail/clock.hpp"
 #include "core/log.hpp"
 #include "core/enum_names.hpp"
 #include "core/process_identity.hpp"
 #include "core/stats_words.hpp"
+#include "core/thread.hpp"
 
 namespace tickrail::stats {
 
@@ -63,26 +63,6 @@ double measure_ns_per_cycle() {
 #else
   return 1.0;  // cycles() is CLOCK_MONOTONIC_RAW in ns
 #endif
-}
-
-// The stats thread wakes every 100 ms: keep it off the isolated cores that hot threads use.
-void move_to_housekeeping_cpus() noexcept {
-  try {
-    const std::vector<int> online = online_cpus("/");
-    const std::vector<int> isolated = isolated_cpus("/");
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    int n = 0;
-    for (int c : online) {
-      if (!std::binary_search(isolated.begin(), isolated.end(), c) && c < CPU_SETSIZE) {
-        CPU_SET(c, &set);
-        ++n;
-      }
-    }
-    if (n > 0) (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-  } catch (...) {
-    // Unreadable sysfs: the thread keeps the affinity it inherited.
-  }
 }
 
 class Registry {
@@ -124,6 +104,7 @@ class Registry {
     b.registered_ns.store(realtime_ns(), std::memory_order_relaxed);
     store_name(b.label, kNameWords, label);
     for (Word& c : b.counters) c.store(0, std::memory_order_relaxed);
+    for (Word& c : b.thread_counters) c.store(0, std::memory_order_relaxed);
     b.row_count.store(0, std::memory_order_relaxed);
     b.refreshed_ns.store(0, std::memory_order_relaxed);
     b.state.store(static_cast<std::uint32_t>(kind == BlockKind::publisher
@@ -253,11 +234,13 @@ class Registry {
   }
 
   void run(std::stop_token st) {
-    move_to_housekeeping_cpus();
+    // Named, and placed where the endpoints' placement puts background threads.
+    const detail::ProcessThread self("tr-stats");
     std::unique_lock lk(mu_);
     while (!st.stop_requested()) {
       cv_.wait_for(lk, st, std::chrono::milliseconds(kRefreshPeriodMs), [] { return false; });
       if (st.stop_requested()) break;
+      ++wakeups_;
       refresh_locked();
     }
   }
@@ -276,6 +259,8 @@ class Registry {
         continue;
       }
       write_rows(block(i), rows);
+      counter_word(block(i), BlockKind::publisher, static_cast<std::uint32_t>(PubCounter::stats_wakeups))
+          ->store(wakeups_, std::memory_order_relaxed);
     }
   }
 
@@ -311,6 +296,7 @@ class Registry {
   std::array<RowSource, kMaxBlocks> sources_{};
   std::uint32_t n_used_ = 0;
   std::jthread* thread_ = nullptr;  // a pointer: a forked child must be able to drop it unjoined
+  std::uint64_t wakeups_ = 0;       // the stats thread's (under mu_)
   std::uint64_t epoch_ = 1;
   bool warned_open_ = false;
   bool warned_full_ = false;
@@ -327,6 +313,28 @@ const CounterInfo* counter_info(BlockKind kind, std::uint32_t index) noexcept {
     return &kSubCounterInfo[index];
   }
   return nullptr;
+}
+
+const Word* counter_word(const Block& b, BlockKind kind, std::uint32_t index) noexcept {
+  const CounterInfo* c = counter_info(kind, index);
+  if (c == nullptr || !c->threaded) return &b.counters[std::min(index, kCounters - 1)];
+  const std::uint32_t slot = kind == BlockKind::publisher ? thread_slot(kPubCounterInfo, index)
+                                                          : thread_slot(kSubCounterInfo, index);
+  return &b.thread_counters[std::min(slot, kThreadCounters - 1)];
+}
+
+Word* counter_word(Block& b, BlockKind kind, std::uint32_t index) noexcept {
+  return const_cast<Word*>(counter_word(static_cast<const Block&>(b), kind, index));
+}
+
+Word* thread_word(const Registration& r, PubCounter c) noexcept {
+  if (r.block() == nullptr) return nullptr;
+  return counter_word(*r.block(), BlockKind::publisher, static_cast<std::uint32_t>(c));
+}
+
+Word* thread_word(const Registration& r, SubCounter c) noexcept {
+  if (r.block() == nullptr) return nullptr;
+  return counter_word(*r.block(), BlockKind::subscriber, static_cast<std::uint32_t>(c));
 }
 
 const char* counter_name(BlockKind kind, std::uint32_t index) noexcept {

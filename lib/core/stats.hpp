@@ -72,13 +72,27 @@ struct CounterInfo {
   const char* name;  // tickrail-stat's table and JSON key; Prometheus tickrail_<role>_<name>
   bool grows;        // a counter (Prometheus *_total), else a gauge
   const char* help;
+  bool threaded;     // a `thread` row: its word is in Block::thread_counters
 };
-#define TICKRAIL_DETAIL_INFO(name, where, kind, help) CounterInfo{#name, #kind[0] == 'c', help},
+#define TICKRAIL_DETAIL_INFO(name, where, kind, help) \
+  CounterInfo{#name, #kind[0] == 'c', help, #where[0] == 't'},
 inline constexpr CounterInfo kPubCounterInfo[] = {TICKRAIL_PUBLISHER_COUNTERS(TICKRAIL_DETAIL_INFO)};
 inline constexpr CounterInfo kSubCounterInfo[] = {TICKRAIL_SUBSCRIBER_COUNTERS(TICKRAIL_DETAIL_INFO)};
 #undef TICKRAIL_DETAIL_INFO
 static_assert(std::size(kPubCounterInfo) == static_cast<std::size_t>(PubCounter::count_));
 static_assert(std::size(kSubCounterInfo) == static_cast<std::size_t>(SubCounter::count_));
+
+// Words for the `thread` rows of one block, apart from the hot counters.
+inline constexpr std::uint32_t kThreadCounters = 8;
+// A `thread` row's word among Block::thread_counters: its rank among the table's thread rows.
+template <std::size_t N>
+constexpr std::uint32_t thread_slot(const CounterInfo (&table)[N], std::uint32_t index) noexcept {
+  std::uint32_t n = 0;
+  for (std::uint32_t i = 0; i < index && i < N; ++i) n += table[i].threaded ? 1 : 0;
+  return n;
+}
+static_assert(thread_slot(kPubCounterInfo, std::size(kPubCounterInfo)) <= kThreadCounters);
+static_assert(thread_slot(kSubCounterInfo, std::size(kSubCounterInfo)) <= kThreadCounters);
 
 // Names used by tickrail-stat's table and JSON ("published", "max_poll_gap_cycles", ...).
 [[nodiscard]] const char* counter_name(BlockKind kind, std::uint32_t index) noexcept;
@@ -134,6 +148,9 @@ struct alignas(kLinePair) Block {
   alignas(kLinePair) Word rows_seq;
   Word row_count;
   Word refreshed_ns;  // CLOCK_REALTIME of the last refresh
+  // The `thread` rows of the counters tables: each written by one background thread (relaxed
+  // stores, outside the sequence counter), never by the publishing or polling thread.
+  Word thread_counters[kThreadCounters];
   alignas(kLinePair) Row rows[kMaxRows];
 };
 
@@ -163,6 +180,13 @@ inline void store_counters(const Registration& r, const SubscriberCounters& c) n
 #undef TICKRAIL_DETAIL_PUT_PUB
 #undef TICKRAIL_DETAIL_PUT_live
 #undef TICKRAIL_DETAIL_PUT_api
+
+// The word that holds counter `index` of a block of `kind`: a hot counter or a `thread` row's.
+[[nodiscard]] Word* counter_word(Block& b, BlockKind kind, std::uint32_t index) noexcept;
+[[nodiscard]] const Word* counter_word(const Block& b, BlockKind kind, std::uint32_t index) noexcept;
+// The word of a `thread` row of an endpoint's live counters; nullptr when counters are off.
+[[nodiscard]] Word* thread_word(const Registration& r, PubCounter c) noexcept;
+[[nodiscard]] Word* thread_word(const Registration& r, SubCounter c) noexcept;
 
 // A publisher's per-subscriber rows, as its transport reports them (Publisher::subscribers()).
 // Called on the stats thread; must be safe to call concurrently with the data path.

@@ -271,6 +271,7 @@ void read_common(ConfigFile::Section s, Config& out) {
   s.get_enum("transport", out.transport, parse_transport);
   s.get("channel", out.channel);
   s.get("shm_dir", out.shm_dir);
+  s.get("housekeeping_cpus", out.housekeeping_cpus);
 }
 
 }  // namespace

@@ -160,7 +160,7 @@ bool read_block(int fd, std::uint32_t i, Block& b, std::vector<BlockSnapshot>& o
                   ? static_cast<EndpointState>(st_raw)
                   : EndpointState::closed;
     for (std::uint32_t k = 0; k < kCounters; ++k) {
-      s.counters[k] = b.counters[k].load(std::memory_order_relaxed);
+      s.counters[k] = counter_word(b, s.kind, k)->load(std::memory_order_relaxed);
     }
     s.rows_consistent = false;
     if (s.kind == BlockKind::publisher && rows_ok) read_rows(b, s);

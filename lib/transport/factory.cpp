@@ -15,25 +15,28 @@
 
 namespace tickrail::detail {
 
-std::unique_ptr<PublisherTransport> make_publisher_transport(const PublisherConfig& config) {
+std::unique_ptr<PublisherTransport> make_publisher_transport(const PublisherConfig& config,
+                                                             const Placement& where) {
   config.validate();
-  if (config.transport == TransportKind::shm) return std::make_unique<shm::ShmPublisher>(config);
+  if (config.transport == TransportKind::shm) return std::make_unique<shm::ShmPublisher>(config, where);
 #if TICKRAIL_HAVE_RDMA
   rdma::require_device(config.rdma.device, to_string(config.transport));
-  if (config.transport == TransportKind::ud) return std::make_unique<rdma::ud::UdPublisher>(config);
-  if (config.transport == TransportKind::rc) return std::make_unique<rdma::rc::RcPublisher>(config);
+  if (config.transport == TransportKind::ud) return std::make_unique<rdma::ud::UdPublisher>(config, where);
+  if (config.transport == TransportKind::rc) return std::make_unique<rdma::rc::RcPublisher>(config, where);
 #endif
   throw Error(Errc::unsupported, std::string("publisher transport '") + to_string(config.transport) +
                                      "' is not available in this build (built without RDMA)");
 }
 
-std::unique_ptr<SubscriberTransport> make_subscriber_transport(const SubscriberConfig& config) {
+std::unique_ptr<SubscriberTransport> make_subscriber_transport(const SubscriberConfig& config,
+                                                               const Placement& where) {
   config.validate();
+  (void)where;  // a shared-memory subscriber runs no thread
   if (config.transport == TransportKind::shm) return std::make_unique<shm::ShmSubscriber>(config);
 #if TICKRAIL_HAVE_RDMA
   rdma::require_device(config.rdma.device, to_string(config.transport));
-  if (config.transport == TransportKind::ud) return std::make_unique<rdma::ud::UdSubscriber>(config);
-  if (config.transport == TransportKind::rc) return std::make_unique<rdma::rc::RcSubscriber>(config);
+  if (config.transport == TransportKind::ud) return std::make_unique<rdma::ud::UdSubscriber>(config, where);
+  if (config.transport == TransportKind::rc) return std::make_unique<rdma::rc::RcSubscriber>(config, where);
 #endif
   throw Error(Errc::unsupported, std::string("subscriber transport '") + to_string(config.transport) +
                                      "' is not available in this build (built without RDMA)");

@@ -13,10 +13,23 @@ std::string stats_label(TransportKind t, const std::string& channel, const RdmaC
   if (t == TransportKind::shm || r.address.empty()) return channel;
   return channel + "@" + r.address + ":" + std::to_string(r.port);
 }
+
+std::unique_ptr<detail::PublisherTransport> make_transport(const PublisherConfig& config) {
+  config.validate();  // every other key's error before the cpus are looked at
+  const auto where =
+      detail::Placement::for_endpoint(config.housekeeping_cpus, "publisher '" + config.channel + "'");
+  return detail::make_publisher_transport(config, where);
+}
+
+// The background thread stops writing into the counters before they are released.
+void detach_wakeups(detail::PublisherTransport* t) noexcept {
+  if (t == nullptr) return;
+  if (detail::WakeCounter* w = t->wakeups()) w->detach();
+}
 }  // namespace
 
 Publisher::Publisher(const PublisherConfig& config)
-    : impl_(detail::make_publisher_transport(config)), counters_(&impl_->counters()) {
+    : impl_(make_transport(config)), counters_(&impl_->counters()) {
   if (!config.stats) return;
   // The stats thread reads the per-subscriber table through the transport, whose subscribers()
   // is callable from any thread; stats_ is released before impl_ goes.
@@ -24,11 +37,15 @@ Publisher::Publisher(const PublisherConfig& config)
   stats_ = stats::register_endpoint(
       stats::BlockKind::publisher, config.transport,
       stats_label(config.transport, config.channel, config.rdma), [t] { return t->subscribers(); });
+  if (detail::WakeCounter* w = impl_->wakeups()) {
+    w->attach(stats::thread_word(stats_, stats::PubCounter::background_wakeups));
+  }
 }
-Publisher::~Publisher() = default;
+Publisher::~Publisher() { detach_wakeups(impl_.get()); }
 Publisher::Publisher(Publisher&&) noexcept = default;
 Publisher& Publisher::operator=(Publisher&& o) noexcept {
   if (this != &o) {
+    detach_wakeups(impl_.get());
     stats_.reset();  // before the transport it reads goes
     impl_ = std::move(o.impl_);
     stats_ = std::move(o.stats_);

@@ -44,10 +44,13 @@ std::unique_ptr<detail::SubscriberTransport> attach(const SubscriberConfig& conf
                                                     const std::function<void()>* between) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + config.attach_timeout;
+  config.validate();  // every other key's error before the cpus are looked at
+  const auto where =
+      detail::Placement::for_endpoint(config.housekeeping_cpus, "subscriber '" + config.channel + "'");
   SubscriberConfig attempt = config;
   for (;;) {
     try {
-      return detail::make_subscriber_transport(attempt);
+      return detail::make_subscriber_transport(attempt, where);
     } catch (const Error& e) {
       if (!worth_retrying(e.code()) || Clock::now() >= deadline) throw;
       logger()->debug("subscriber: channel '{}': {}; trying again", config.channel, e.what());
@@ -80,6 +83,9 @@ void Subscriber::start(const SubscriberConfig& config) {
     }
     probe_ = stats::PollProbe(
         stats::register_endpoint(stats::BlockKind::subscriber, config.transport, label));
+    if (detail::WakeCounter* w = impl_->wakeups()) {
+      w->attach(stats::thread_word(probe_.registration(), stats::SubCounter::background_wakeups));
+    }
   }
   adopt_ring();
 }
@@ -102,7 +108,11 @@ void Subscriber::store_indirect_stats() noexcept {
   stats::store_counters(r, impl_->counters());
   r.put(stats::SubCounter::position, impl_->next_sequence());
 }
-Subscriber::~Subscriber() = default;
+Subscriber::~Subscriber() {
+  // The background thread stops writing into the counters before they are released.
+  if (!impl_) return;
+  if (detail::WakeCounter* w = impl_->wakeups()) w->detach();
+}
 Subscriber::Subscriber(Subscriber&&) noexcept = default;
 Subscriber& Subscriber::operator=(Subscriber&&) noexcept = default;
 

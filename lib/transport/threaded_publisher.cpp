@@ -2,11 +2,44 @@
 
 #include <boost/lockfree/spsc_queue.hpp>
 
+#include <algorithm>
+
 #include "tickrail/affinity.hpp"
 #include "tickrail/error.hpp"
 #include "core/log.hpp"
+#include "core/thread.hpp"
 
 namespace tickrail {
+
+namespace {
+bool has(const std::vector<int>& v, int c) { return std::find(v.begin(), v.end(), c) != v.end(); }
+
+// The publisher's background threads stay off the publishing thread's cpu too, when the
+// configuration leaves their placement to the default (core/thread.hpp).
+PublisherConfig off_cpu(const PublisherConfig& config, int cpu) {
+  if (cpu < 0 || config.housekeeping_cpus.find_first_not_of(" \t\n") != std::string::npos) {
+    return config;
+  }
+  const std::vector<int> process = process_cpus();
+  const std::vector<int> mine = allowed_cpus();
+  std::vector<int> rest = detail::cpus_off(process, mine);
+  if (rest.empty()) {  // the creating thread is not pinned: anywhere it may run
+    for (int c : mine) {
+      if (has(process, c)) rest.push_back(c);
+    }
+  }
+  std::erase(rest, cpu);
+  if (rest.empty()) {
+    logger()->warn("threaded publisher '{}': no cpu is left for background threads besides the "
+                   "publishing thread's cpu {} and the creating thread's: set housekeeping_cpus",
+                   config.channel, cpu);
+    return config;
+  }
+  PublisherConfig c = config;
+  c.housekeeping_cpus = format_cpu_list(rest);
+  return c;
+}
+}  // namespace
 
 struct ThreadedPublisher::Producer::Queue {
   explicit Queue(std::size_t capacity) : q(capacity) {}
@@ -25,14 +58,16 @@ std::size_t ThreadedPublisher::Producer::offer(std::span<const Tick> ticks) noex
 
 ThreadedPublisher::ThreadedPublisher(const PublisherConfig& config,
                                      const ThreadedPublisherOptions& options)
-    : publisher_(config), options_(options) {
+    : publisher_(off_cpu(config, options.cpu)), options_(options) {
   if (options_.queue_capacity < 2 || options_.batch == 0 || options_.max_producers == 0) {
     throw Error(Errc::config_error,
                 "threaded publisher: queue_capacity must be >= 2, batch and max_producers >= 1");
   }
   slots_ = std::make_unique<std::atomic<Producer*>[]>(options_.max_producers);
   for (std::size_t i = 0; i < options_.max_producers; ++i) slots_[i].store(nullptr);
-  thread_ = std::jthread([this](std::stop_token st) { run(st); });
+  // A hot thread, not a background one: it runs where options_.cpu says (run()), or where the
+  // creating thread may run.
+  thread_ = detail::start_thread("tr-pub", detail::Placement{}, [this](std::stop_token st) { run(st); });
 }
 
 ThreadedPublisher::~ThreadedPublisher() {

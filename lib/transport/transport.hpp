@@ -10,6 +10,7 @@
 
 #include "tickrail/publisher.hpp"
 #include "tickrail/subscriber.hpp"
+#include "core/thread.hpp"
 
 namespace tickrail::detail {
 
@@ -24,6 +25,8 @@ class PublisherTransport {
   virtual std::vector<SubscriberStatus> subscribers() const = 0;
   virtual const PublisherConfig& config() const noexcept = 0;
   virtual void close() noexcept = 0;
+  // The wake-ups of the transport's background thread; nullptr when it runs none.
+  virtual WakeCounter* wakeups() noexcept { return nullptr; }
 };
 
 class SubscriberTransport {
@@ -46,9 +49,14 @@ class SubscriberTransport {
   virtual std::string reason() const = 0;
   virtual const SubscriberConfig& config() const noexcept = 0;
   virtual void close() noexcept = 0;
+  // The wake-ups of the transport's background thread; nullptr when it runs none.
+  virtual WakeCounter* wakeups() noexcept { return nullptr; }
 };
 
-std::unique_ptr<PublisherTransport> make_publisher_transport(const PublisherConfig& config);
-std::unique_ptr<SubscriberTransport> make_subscriber_transport(const SubscriberConfig& config);
+// `where`: the placement of the transport's background thread (Placement::for_endpoint).
+std::unique_ptr<PublisherTransport> make_publisher_transport(const PublisherConfig& config,
+                                                             const Placement& where);
+std::unique_ptr<SubscriberTransport> make_subscriber_transport(const SubscriberConfig& config,
+                                                               const Placement& where);
 
 }  // namespace tickrail::detail

@@ -85,6 +85,7 @@ void load_config(const std::string& path, Options& o);
 [[nodiscard]] std::vector<Finding> check_locked_memory(const Options& o); // memlock
 [[nodiscard]] std::vector<Finding> check_cpus(const Options& o);  // cpu.* (isolation, governor,
                                                                    // SMT, NUMA)
+[[nodiscard]] std::vector<Finding> check_threads(const Options& o);       // threads.placement
 [[nodiscard]] std::vector<Finding> check_irqbalance(const Options& o);    // irqbalance
 [[nodiscard]] std::vector<Finding> check_tsc(const Options& o);           // tsc
 [[nodiscard]] std::vector<Finding> check_huge_pages(const Options& o);    // thp, hugepages

@@ -52,6 +52,7 @@ constexpr Check kChecks[] = {
     {"qos", "RoCE PFC/ECN (information)", &check_roce_qos},
     {"memlock", "locked-memory limit", &check_locked_memory},
     {"cpu", "hot cores: isolation, nohz_full, rcu_nocbs, governor, SMT, NUMA", &check_cpus},
+    {"threads", "tickrail's background threads off the hot cores", &check_threads},
     {"irqbalance", "irqbalance", &check_irqbalance},
     {"tsc", "invariant TSC", &check_tsc},
     {"memory", "huge pages, vm.max_map_count, shm ring memory", &memory_all},

@@ -40,7 +40,7 @@ void copy_text(Reply& r, const std::string& s) {
 
 }  // namespace
 
-ShmPublisher::ShmPublisher(const PublisherConfig& config)
+ShmPublisher::ShmPublisher(const PublisherConfig& config, const detail::Placement& where)
     : config_(config),
       allow_(Allow::resolve(config.allow_users, config.allow_groups,
                             static_cast<std::uint32_t>(::geteuid()), "publisher.allow_users",
@@ -74,7 +74,7 @@ ShmPublisher::ShmPublisher(const PublisherConfig& config)
   }
   if (config_.lock_memory) lock_pages(status_memory_.map, "the status line of " + what);
   listener_ = listen_channel(config_.shm_dir, config_.channel);
-  conductor_ = std::jthread([this](std::stop_token st) { conductor_loop(st); });
+  conductor_ = detail::start_thread("tr-shm-cond", where, [this](std::stop_token st) { conductor_loop(st); });
   logger()->info("publisher: channel '{}' at {} ({} subscribers x {} slots, {} bytes; may attach: {})",
                  config_.channel, listener_.path, max_subscribers_, capacity_,
                  rb * max_subscribers_, allow_.describe());
@@ -112,7 +112,9 @@ void ShmPublisher::conductor_loop(std::stop_token st) {
       }
     }
     // Bounded wait: stop requests and heartbeats are handled within one period.
-    if (::poll(fds.data(), fds.size(), period_ms) > 0) {
+    const int ready = ::poll(fds.data(), fds.size(), period_ms);
+    wakeups_.tick();
+    if (ready > 0) {
       const std::size_t n_knocks = knocks_.size();
       for (std::size_t j = 0; j < seat_of.size(); ++j) {
         if (fds[1 + n_knocks + j].revents == 0) continue;

@@ -21,7 +21,7 @@ namespace tickrail::shm {
 
 class ShmPublisher final : public detail::PublisherTransport {
  public:
-  explicit ShmPublisher(const PublisherConfig& config);
+  ShmPublisher(const PublisherConfig& config, const detail::Placement& where);
   ~ShmPublisher() override;
 
   PublishResult publish(std::span<const Tick> ticks) noexcept override;
@@ -32,6 +32,7 @@ class ShmPublisher final : public detail::PublisherTransport {
   const PublisherCounters& counters() const noexcept override { return counters_; }
   std::vector<SubscriberStatus> subscribers() const override;
   const PublisherConfig& config() const noexcept override { return config_; }
+  detail::WakeCounter* wakeups() noexcept override { return &wakeups_; }
   void close() noexcept override;
 
  private:
@@ -117,6 +118,7 @@ class ShmPublisher final : public detail::PublisherTransport {
   // Read by other threads.
   std::atomic<std::uint32_t> n_active_snapshot_{0};
   std::atomic<bool> closing_{false};
+  detail::WakeCounter wakeups_;  // the conductor's
   std::jthread conductor_;
 };
 

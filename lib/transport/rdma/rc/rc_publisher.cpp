@@ -81,7 +81,7 @@ void Link::teardown() noexcept {
   end.store(0, std::memory_order_relaxed);
 }
 
-RcPublisher::RcPublisher(const PublisherConfig& config)
+RcPublisher::RcPublisher(const PublisherConfig& config, const detail::Placement& placement)
     : config_(config),
       capacity_(config.ring_capacity),
       staging_slots_(2 * std::uint64_t{config.ring_capacity}),
@@ -147,7 +147,7 @@ RcPublisher::RcPublisher(const PublisherConfig& config)
   }
   config_.rdma.port = listener_->local_port();
   where_ = r.address + ":" + std::to_string(config_.rdma.port) + " on " + dev;
-  cm_thread_ = std::jthread([this](std::stop_token s) { cm_loop(s); });
+  cm_thread_ = detail::start_thread("tr-rc-cm", placement, [this](std::stop_token s) { cm_loop(s); });
   logger()->info("publisher: channel '{}' over RC, listening on {} (rings up to {} slots, "
                  "staging {} slots, signal every {} WRs)",
                  config_.channel, where_, capacity_, staging_slots_, signal_every_);
@@ -170,6 +170,7 @@ void RcPublisher::cm_loop(std::stop_token stop) noexcept {
     const auto period = busy ? std::chrono::milliseconds(1) : config_.conductor_period;
     pollfd pfd{channel_.fd(), POLLIN, 0};
     (void)::poll(&pfd, 1, static_cast<int>(period.count()));
+    wakeups_.tick();
     try {
       while (auto ev = channel_.try_next()) on_event(std::move(*ev));
     } catch (const std::exception& e) {

@@ -112,7 +112,7 @@ class RcPublisher final : public detail::PublisherTransport {
   // Binds and listens on config.rdma.address:port (port 0: an ephemeral port, reported by
   // config().rdma.port). Throws Error: no address, address on no RDMA device, device mismatch,
   // port in use, staging memory.
-  explicit RcPublisher(const PublisherConfig& config);
+  explicit RcPublisher(const PublisherConfig& config, const detail::Placement& where = {});
   ~RcPublisher() override;
 
   PublishResult publish(std::span<const Tick> ticks) noexcept override;
@@ -123,6 +123,7 @@ class RcPublisher final : public detail::PublisherTransport {
   const PublisherCounters& counters() const noexcept override { return counters_; }
   std::vector<SubscriberStatus> subscribers() const override;
   const PublisherConfig& config() const noexcept override { return config_; }
+  detail::WakeCounter* wakeups() noexcept override { return &wakeups_; }
   // Tells every subscriber (notice line), then disconnects and frees everything. Safe from any
   // thread: it waits for a publish() in progress to return.
   void close() noexcept override;
@@ -260,6 +261,7 @@ class RcPublisher final : public detail::PublisherTransport {
   // Control plane (the CM thread last: it stops before the objects it uses go).
   std::optional<rdma::CmId> listener_;
   std::string where_;  // "10.77.1.1:7471 on rxe0"
+  detail::WakeCounter wakeups_;  // the CM thread's
   std::jthread cm_thread_;
 };
 

@@ -29,7 +29,8 @@ std::uint64_t ms_to_cycles(std::chrono::milliseconds ms) {
 
 }  // namespace
 
-RcSubscriber::RcSubscriber(const SubscriberConfig& config, const Overrides& overrides)
+RcSubscriber::RcSubscriber(const SubscriberConfig& config, const detail::Placement& placement,
+                           const Overrides& overrides)
     : config_(config) {
   const RdmaConfig& r = config_.rdma;
   where_ = "channel '" + config_.channel + "' at " + r.address + ":" + std::to_string(r.port);
@@ -71,7 +72,7 @@ RcSubscriber::RcSubscriber(const SubscriberConfig& config, const Overrides& over
   }
   last_beat_ = load_word(control_->heartbeat.beat);
   beat_seen_at_ = Clock::now();
-  cm_thread_ = std::jthread([this](std::stop_token s) { cm_loop(s); });
+  cm_thread_ = detail::start_thread("tr-rc-cm", placement, [this](std::stop_token s) { cm_loop(s); });
   logger()->info("subscriber: {} on {}: {} slots, policy {}, {}{}; first tick {}", where_,
                  rdma::device_name(conn_->id->verbs()), capacity_, to_string(config_.policy),
                  to_string(mode_), mode_note_, first_seq_);
@@ -287,6 +288,7 @@ void RcSubscriber::cm_loop(std::stop_token stop) noexcept {
   while (!stop.stop_requested()) {
     pollfd pfd{conn_->channel.fd(), POLLIN, 0};
     (void)::poll(&pfd, 1, 50);
+    wakeups_.tick();
     try {
       while (auto ev = conn_->channel.try_next()) {
         PeerLoss loss = PeerLoss::none;

@@ -38,7 +38,10 @@ class RcSubscriber final : public detail::SubscriberTransport {
   // Resolves and connects (each step bounded by rdma.connect_timeout). Throws Error: unknown
   // device or address, no listener, rejected (in words: version, channel, token, geometry,
   // allow-list), timed out, too little locked memory for the ring.
-  explicit RcSubscriber(const SubscriberConfig& config, const Overrides& overrides = {});
+  explicit RcSubscriber(const SubscriberConfig& config, const detail::Placement& where = {},
+                        const Overrides& overrides = {});
+  RcSubscriber(const SubscriberConfig& config, const Overrides& overrides)
+      : RcSubscriber(config, {}, overrides) {}
   ~RcSubscriber() override;
 
   RingReader* ring() noexcept override {
@@ -52,6 +55,7 @@ class RcSubscriber final : public detail::SubscriberTransport {
   std::uint64_t next_sequence() const noexcept override;
   std::string reason() const override;
   const SubscriberConfig& config() const noexcept override { return config_; }
+  detail::WakeCounter* wakeups() noexcept override { return &wakeups_; }
   void close() noexcept override;
 
   [[nodiscard]] WriteMode mode() const noexcept { return mode_; }
@@ -137,6 +141,7 @@ class RcSubscriber final : public detail::SubscriberTransport {
   std::uint64_t silence_cycles_ = 0;
   std::atomic<std::uint32_t> loss_{0};  // PeerLoss, from the CM thread or a failed post/poll
 
+  detail::WakeCounter wakeups_;  // the CM thread's
   std::jthread cm_thread_;
 };
 

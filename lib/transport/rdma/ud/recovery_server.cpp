@@ -39,7 +39,7 @@ RecoveryServer::RecoveryServer(const Params& p, const ProtectionDomain& pd)
   port_ = listener_.local_port();
   const ibv_device_attr dev = query_device(listener_.verbs());
   responder_resources_ = static_cast<std::uint8_t>(std::clamp(dev.max_qp_rd_atom, 1, 16));
-  thread_ = std::jthread([this](std::stop_token st) { run(st); });
+  thread_ = detail::start_thread("tr-ud-recov", p.placement, [this](std::stop_token st) { run(st); });
 }
 
 RecoveryServer::~RecoveryServer() { stop(); }
@@ -57,7 +57,9 @@ void RecoveryServer::stop() noexcept {
 void RecoveryServer::run(std::stop_token st) {
   while (!st.stop_requested()) {
     pollfd pfd{channel_.fd(), POLLIN, 0};
-    if (::poll(&pfd, 1, 20) <= 0) continue;  // bounded: a stop request is seen within 20 ms
+    const int ready = ::poll(&pfd, 1, 20);  // bounded: a stop request is seen within 20 ms
+    wakeups_.tick();
+    if (ready <= 0) continue;
     try {
       std::vector<rdma_cm_id*> dead;
       {

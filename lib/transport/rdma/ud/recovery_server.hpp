@@ -16,6 +16,7 @@
 
 #include "tickrail/publisher.hpp"
 #include "transport/rdma/cm.hpp"
+#include "core/thread.hpp"
 #include "transport/rdma/ud/recovery_protocol.hpp"
 #include "transport/rdma/verbs.hpp"
 
@@ -29,6 +30,7 @@ class RecoveryServer {
     std::uint32_t max_connections = 64;
     RecoveryGrant grant{};         // what every accepted subscriber gets
     std::string device;            // rdma.device ("" = any)
+    detail::Placement placement;   // where its thread runs
   };
 
   // Binds and listens (throws Error: address in use, not on an RDMA device...), then serves on
@@ -45,6 +47,7 @@ class RecoveryServer {
   [[nodiscard]] std::vector<SubscriberStatus> status() const;
   // Disconnects every subscriber and stops the thread. Idempotent.
   void stop() noexcept;
+  [[nodiscard]] detail::WakeCounter& wakeups() noexcept { return wakeups_; }
 
  private:
   struct Conn {
@@ -70,6 +73,7 @@ class RecoveryServer {
   std::vector<std::unique_ptr<Conn>> conns_;
   std::atomic<std::uint32_t> established_{0};
   std::atomic<bool> stopped_{false};
+  detail::WakeCounter wakeups_;  // the thread's
   std::jthread thread_;
 };
 

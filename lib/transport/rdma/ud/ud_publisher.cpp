@@ -46,7 +46,7 @@ std::uint64_t random_session() {
 
 }  // namespace
 
-UdPublisher::UdPublisher(const PublisherConfig& config)
+UdPublisher::UdPublisher(const PublisherConfig& config, const detail::Placement& placement)
     : config_(validated(config)),
       mc_id_(mc_channel_, RDMA_PS_UDP),
       pd_(resolve_group(mc_id_, mc_channel_, config_)) {
@@ -65,7 +65,7 @@ UdPublisher::UdPublisher(const PublisherConfig& config)
   ibv_ah_attr ah = membership_->ah_attr();
   ah_.emplace(pd_, ah);
   session_ = random_session();
-  start_recovery_server();
+  start_recovery_server(placement);
   prepare_work_requests();
   heartbeat_cycles_ = clock.ns_to_cycles(
       static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(r.heartbeat_interval).count()));
@@ -131,13 +131,14 @@ void UdPublisher::create_queue_pair() {
   max_inline_ = a.cap.max_inline_data;
 }
 
-void UdPublisher::start_recovery_server() {
+void UdPublisher::start_recovery_server(const detail::Placement& placement) {
   const RdmaConfig& r = config_.rdma;
   RecoveryServer::Params sp;
   sp.listen = Address::parse(r.address, r.port);
   sp.token = r.token;
   sp.max_connections = 256;
   sp.device = r.device;
+  sp.placement = placement;
   sp.grant.magic = kRecoveryMagic;
   sp.grant.version = kVersion;
   sp.grant.session = session_;

@@ -36,7 +36,7 @@ struct UdPublisherCounters {
 
 class UdPublisher final : public detail::PublisherTransport {
  public:
-  explicit UdPublisher(const PublisherConfig& config);
+  explicit UdPublisher(const PublisherConfig& config, const detail::Placement& where = {});
   ~UdPublisher() override;
 
   PublishResult publish(std::span<const Tick> ticks) noexcept override;
@@ -49,6 +49,7 @@ class UdPublisher final : public detail::PublisherTransport {
   const PublisherCounters& counters() const noexcept override { return counters_; }
   std::vector<SubscriberStatus> subscribers() const override;
   const PublisherConfig& config() const noexcept override { return config_; }
+  detail::WakeCounter* wakeups() noexcept override { return server_ ? &server_->wakeups() : nullptr; }
   void close() noexcept override;
 
   // Heartbeats, a due partial datagram, the end datagram after close(): Publisher::service().
@@ -70,7 +71,7 @@ class UdPublisher final : public detail::PublisherTransport {
   void size_send_queue();
   void register_memory();
   void create_queue_pair();
-  void start_recovery_server();
+  void start_recovery_server(const detail::Placement& where);
   void prepare_work_requests();
 
   // Data path.

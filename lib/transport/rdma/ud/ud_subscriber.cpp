@@ -33,7 +33,8 @@ std::vector<Address> parse_groups(const RdmaConfig& r) {
 
 }  // namespace
 
-UdSubscriber::UdSubscriber(const SubscriberConfig& config) : config_(validated(config)) {
+UdSubscriber::UdSubscriber(const SubscriberConfig& config, const detail::Placement& placement)
+    : config_(validated(config)) {
   const RdmaConfig& r = config_.rdma;
   const Clock& clock = Clock::instance();
   require_device(r.device, "ud");
@@ -52,7 +53,7 @@ UdSubscriber::UdSubscriber(const SubscriberConfig& config) : config_(validated(c
   publisher_timeout_cycles_ = clock.ns_to_cycles(static_cast<double>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(config_.publisher_timeout).count()));
   retry_cycles_ = clock.ns_to_cycles(1e9);
-  conductor_ = std::jthread([this](std::stop_token st) { conductor_loop(st); });
+  conductor_ = detail::start_thread("tr-ud-cond", placement, [this](std::stop_token st) { conductor_loop(st); });
 
   std::string names;
   for (const auto& g : groups_) names += (names.empty() ? "" : ", ") + g->text;
@@ -198,6 +199,7 @@ void UdSubscriber::conductor_loop(std::stop_token st) {
       }
     }
     (void)::poll(fds.data(), fds.size(), 10);
+    wakeups_.tick();
     for (auto& g : groups_) {
       try {
         serve_link(*g);

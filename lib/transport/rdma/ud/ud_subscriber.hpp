@@ -52,7 +52,7 @@ struct UdSubscriberCounters {
 
 class UdSubscriber final : public detail::SubscriberTransport {
  public:
-  explicit UdSubscriber(const SubscriberConfig& config);
+  explicit UdSubscriber(const SubscriberConfig& config, const detail::Placement& where = {});
   ~UdSubscriber() override;
 
   RingReader* ring() noexcept override { return nullptr; }
@@ -63,6 +63,7 @@ class UdSubscriber final : public detail::SubscriberTransport {
   std::uint64_t next_sequence() const noexcept override;
   std::string reason() const override;
   const SubscriberConfig& config() const noexcept override { return config_; }
+  detail::WakeCounter* wakeups() noexcept override { return &wakeups_; }
   void close() noexcept override;
 
   // Polling thread (or after it stopped).
@@ -188,6 +189,7 @@ class UdSubscriber final : public detail::SubscriberTransport {
   void* drop_context_ = nullptr;
   ProcessCq process_cq_ = &UdSubscriber::process_cq<false>;  // <true> once a drop hook is set
   mutable std::mutex mutex_;  // link_error strings
+  detail::WakeCounter wakeups_;  // the conductor's
   std::jthread conductor_;
 };
 
