@@ -136,12 +136,12 @@ std::jthread start_thread(const char* name, const Placement& where,
   auto started = std::make_shared<std::promise<void>>();
   std::future<void> ready = started->get_future();
   std::jthread t([started, name, where, body = std::move(body)](std::stop_token st) {
-    name_current_thread(name);
     int err = 0;
     if (!where.apply(pthread_self(), err)) {
       logger()->warn("thread {}: cannot move to cpus {}: {}; it keeps its inherited cpus", name,
                      format_cpu_list(where.cpus()), std::strerror(err));
     }
+    name_current_thread(name);  // named once placed: a thread that shows its name is where it runs
     started->set_value();
     body(st);
   });
@@ -153,7 +153,6 @@ ProcessThread::ProcessThread(const char* name) noexcept { enter_process_thread(n
 ProcessThread::~ProcessThread() { leave_process_thread(); }
 
 void enter_process_thread(const char* name) noexcept {
-  name_current_thread(name);
   try {
     ProcessThreads& p = ProcessThreads::instance();
     std::lock_guard lock(p.mutex);
@@ -163,6 +162,7 @@ void enter_process_thread(const char* name) noexcept {
   } catch (...) {
     // Out of memory: the thread runs unregistered, where it was started.
   }
+  name_current_thread(name);  // named once placed, as start_thread does
 }
 
 void leave_process_thread() noexcept {

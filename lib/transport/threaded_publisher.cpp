@@ -65,9 +65,13 @@ ThreadedPublisher::ThreadedPublisher(const PublisherConfig& config,
   }
   slots_ = std::make_unique<std::atomic<Producer*>[]>(options_.max_producers);
   for (std::size_t i = 0; i < options_.max_producers; ++i) slots_[i].store(nullptr);
-  // A hot thread, not a background one: it runs where options_.cpu says (run()), or where the
-  // creating thread may run.
-  thread_ = detail::start_thread("tr-pub", detail::Placement{}, [this](std::stop_token st) { run(st); });
+  // A hot thread, not a background one: on options_.cpu from its first instruction when that is
+  // one of the process's cpus (run() pins it again, and says what is wrong with the cpu), or
+  // where the creating thread may run.
+  const std::vector<int> process = process_cpus();
+  const detail::Placement where = has(process, options_.cpu) ? detail::Placement({options_.cpu})
+                                                              : detail::Placement{};
+  thread_ = detail::start_thread("tr-pub", where, [this](std::stop_token st) { run(st); });
 }
 
 ThreadedPublisher::~ThreadedPublisher() {

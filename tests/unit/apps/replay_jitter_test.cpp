@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -22,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "../../thread_census.hpp"
 #include "../docs_check.hpp"
 #include "program.hpp"
 
@@ -226,4 +228,162 @@ TEST_CASE("jitterPingPongReportsRttHalfWithEveryPingAnswered", "[e2e][pingpong]"
     std::error_code ec;
     std::filesystem::remove(base + suffix, ec);
   }
+}
+
+namespace {
+
+struct Census {
+  std::vector<tickrail::test::ThreadSeen> replay, jitter;  // every thread but the main one
+  std::vector<int> replay_main, jitter_main;               // the main thread's cpus
+};
+
+// The threads other than the main one, once every one is named (a thread names itself once it
+// is placed) and `wanted` are among them; bounded.
+std::vector<tickrail::test::ThreadSeen> settled_threads(pid_t pid, std::vector<int>& main_cpus,
+                                                        const std::vector<std::string>& wanted) {
+  using tickrail::test::ThreadSeen;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::vector<ThreadSeen> all;
+  for (;;) {
+    all = tickrail::test::threads_of(pid);
+    const bool named = std::all_of(all.begin(), all.end(), [&](const ThreadSeen& t) {
+      return t.tid == pid || tickrail::test::is_tickrail(t);
+    });
+    const bool there = std::all_of(wanted.begin(), wanted.end(), [&](const std::string& w) {
+      return std::any_of(all.begin(), all.end(), [&](const ThreadSeen& t) { return t.name == w; });
+    });
+    if ((named && there) || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  INFO("threads of " << pid << ":\n" << tickrail::test::describe(all));
+  std::vector<ThreadSeen> others;
+  for (const ThreadSeen& t : all) {
+    if (t.tid == pid) {
+      main_cpus = t.cpus;
+      continue;
+    }
+    CHECK(tickrail::test::is_tickrail(t));
+    others.push_back(t);
+  }
+  for (const std::string& w : wanted) {
+    CHECK(std::any_of(others.begin(), others.end(), [&](const ThreadSeen& t) { return t.name == w; }));
+  }
+  return others;
+}
+
+// The publisher's background thread of the transport under test.
+std::string publisher_thread() {
+  const char* t = std::getenv("TICKRAIL_E2E_TRANSPORT");
+  const std::string k = t != nullptr ? t : "";
+  return k == "rc" ? "tr-rc-cm" : k == "ud" ? "tr-ud-recov" : "tr-shm-cond";
+}
+
+// replay and jitter streaming to each other with extra arguments, their threads read from /proc
+// while they run; then both stopped with SIGINT.
+Census census(const std::string& tag, const std::vector<std::string>& r_extra,
+              const std::vector<std::string>& j_extra) {
+  const std::string replay = program("TICKRAIL_REPLAY", "apps/replay/tickrail-replay");
+  const std::string jitter = program("TICKRAIL_JITTER", "apps/jitter/tickrail-jitter");
+  const std::string base = (std::filesystem::temp_directory_path() /
+                            ("tickrail-threads-" + tag + "-" + std::to_string(getpid())))
+                               .string();
+  const std::string channel = "thr-" + tag + "-" + std::to_string(getpid());
+  const std::vector<std::string> config = transport_args(base);
+  std::vector<std::string> j_args = {jitter, "--channel", channel, "--attach-timeout-ms", "60000",
+                                     "--quiet", "--duration", "120"};
+  j_args.insert(j_args.begin() + 1, config.begin(), config.end());
+  j_args.insert(j_args.end(), j_extra.begin(), j_extra.end());
+  std::vector<std::string> r_args = {replay, "--channel", channel, "--quiet", "--rate", "1000",
+                                     "--count", "0", "--duration", "120", "--wait-subscribers", "1",
+                                     "--wait-timeout-ms", "60000"};
+  r_args.insert(r_args.begin() + 1, config.begin(), config.end());
+  r_args.insert(r_args.end(), r_extra.begin(), r_extra.end());
+  const bool rdma = !config.empty();
+  pid_t r = -1;
+  pid_t j = -1;
+  if (rdma) {  // the publisher listens first
+    r = spawn(r_args, base + "-replay.log");
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    j = spawn(j_args, base + "-jitter.log");
+  } else {
+    j = spawn(j_args, base + "-jitter.log");
+    r = spawn(r_args, base + "-replay.log");
+  }
+  Census c;
+  {
+    INFO("replay log:\n" << slurp(base + "-replay.log") << "\njitter log:\n" << slurp(base + "-jitter.log"));
+    c.replay = settled_threads(r, c.replay_main, {publisher_thread(), "tr-stats", "tr-log"});
+    c.jitter = settled_threads(j, c.jitter_main, {"tr-log"});
+  }
+  for (pid_t p : {r, j}) {
+    CHECK(tickrail::test::wait_catching(p, SIGINT, std::chrono::seconds(30)));
+    kill(p, SIGINT);
+  }
+  const int r_rc = wait_bounded(r, std::chrono::seconds(60));
+  const int j_rc = wait_bounded(j, std::chrono::seconds(60));
+  INFO("replay log:\n" << slurp(base + "-replay.log") << "\njitter log:\n" << slurp(base + "-jitter.log"));
+  CHECK((r_rc == 130 || r_rc == 0));
+  CHECK((j_rc == 130 || j_rc == 0));
+  for (const char* suffix : {"-replay.log", "-jitter.log", ".toml"}) {
+    std::error_code ec;
+    std::filesystem::remove(base + suffix, ec);
+  }
+  return c;
+}
+
+bool has_cpus_0_and_1() {
+  const std::vector<int> cpus = tickrail::process_cpus();
+  return cpus.size() >= 2 && cpus[0] == 0 && cpus[1] == 1;
+}
+
+}  // namespace
+
+// --cpu pins the program's hot thread; tickrail's background threads then run on the other cpus.
+TEST_CASE("theProgramsCpuKeepsTickrailsThreadsOffThePinnedCore", "[e2e][threads]") {
+  if (!has_cpus_0_and_1()) {
+    WARN("needs cpus 0 and 1");
+    return;
+  }
+  const Census c = census("cpu", {"--cpu", "0"}, {"--cpu", "1"});
+  CHECK(c.replay_main == std::vector<int>{0});
+  CHECK(c.jitter_main == std::vector<int>{1});
+  for (const auto& t : c.replay) {
+    INFO("replay's " << t.name << " may run on " << tickrail::format_cpu_list(t.cpus));
+    CHECK_FALSE(tickrail::test::has_cpu(t, 0));
+  }
+  for (const auto& t : c.jitter) {
+    INFO("jitter's " << t.name << " may run on " << tickrail::format_cpu_list(t.cpus));
+    CHECK_FALSE(tickrail::test::has_cpu(t, 1));
+  }
+}
+
+// --housekeeping-cpus puts them where it says, over a config file's housekeeping_cpus.
+TEST_CASE("housekeepingCpusFlagBeatsTheConfigFile", "[e2e][threads]") {
+  if (!has_cpus_0_and_1()) {
+    WARN("needs cpus 0 and 1");
+    return;
+  }
+  const std::string file = (std::filesystem::temp_directory_path() /
+                            ("tickrail-hk-" + std::to_string(getpid()) + ".toml"))
+                               .string();
+  std::ofstream(file) << "housekeeping_cpus = \"0\"\n";
+  const Census c = census("flag", {"-c", file, "--housekeeping-cpus", "1"},
+                          {"-c", file, "--housekeeping-cpus", "1"});
+  std::filesystem::remove(file);
+  for (const auto* side : {&c.replay, &c.jitter}) {
+    for (const auto& t : *side) {
+      INFO(t.name << " may run on " << tickrail::format_cpu_list(t.cpus));
+      CHECK(t.cpus == std::vector<int>{1});
+    }
+  }
+}
+
+TEST_CASE("aBadHousekeepingCpusFlagIsAUsageError", "[e2e][threads]") {
+  const std::string jitter = program("TICKRAIL_JITTER", "apps/jitter/tickrail-jitter");
+  const auto f = tickrail::test::run_program({jitter, "--housekeeping-cpus", "1-x"},
+                                             (std::filesystem::temp_directory_path() /
+                                              ("tickrail-hk-bad-" + std::to_string(getpid()) + ".log"))
+                                                 .string());
+  CHECK(f.status == 2);
+  CHECK_THAT(f.output, Catch::Contains("--housekeeping-cpus") && Catch::Contains("'1-x'"));
 }

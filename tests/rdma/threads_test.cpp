@@ -1,0 +1,151 @@
+// tickrail's threads over RC and UD: each named, and the background ones (CM threads, the UD
+// conductor and recovery server, stats, log) off the core of the thread that created the
+// endpoints, read back from /proc as an operator would. A few seconds in the rig.
+#include <catch2/catch.hpp>
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../thread_census.hpp"
+#include "rc_test_util.hpp"
+#include "rig_env.hpp"
+#include "tickrail/affinity.hpp"
+#include "tickrail/publisher.hpp"
+#include "tickrail/subscriber.hpp"
+#include "ud_support.hpp"
+
+using namespace tickrail;
+using namespace tickrail::test;
+using namespace std::chrono_literals;
+namespace rt = tickrail::rdma::test;
+
+namespace {
+
+// Pins the calling thread to `cpu` for the scope, as a program's --cpu does.
+class PinnedHere {
+ public:
+  explicit PinnedHere(int cpu) {
+    CPU_ZERO(&saved_);
+    REQUIRE(sched_getaffinity(0, sizeof saved_, &saved_) == 0);
+    REQUIRE(pin_current_thread(cpu).ok);
+  }
+  ~PinnedHere() { (void)sched_setaffinity(0, sizeof saved_, &saved_); }
+  PinnedHere(const PinnedHere&) = delete;
+  PinnedHere& operator=(const PinnedHere&) = delete;
+
+ private:
+  cpu_set_t saved_;
+};
+
+bool two_cpus() {
+  const std::vector<int> cpus = process_cpus();
+  return cpus.size() >= 2 && cpus[0] == 0 && cpus[1] == 1;
+}
+
+// Checks the process's threads once `wanted` are there and named (bounded): the wanted names
+// present, and no tickrail thread on cpu 0. Threads that are not tickrail's are reported.
+void check_threads(const std::vector<std::string>& wanted) {
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  std::vector<ThreadSeen> all;
+  const auto count = [&](const std::string& name) {
+    return std::count_if(all.begin(), all.end(), [&](const ThreadSeen& t) { return t.name == name; });
+  };
+  for (;;) {
+    all = threads_of(::getpid());
+    bool there = true;
+    for (const std::string& w : wanted) {
+      there = there && count(w) >= std::count(wanted.begin(), wanted.end(), w);
+    }
+    if (there || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(2ms);
+  }
+  INFO(describe(all));
+  for (const std::string& w : wanted) {
+    INFO(w);
+    CHECK(count(w) >= std::count(wanted.begin(), wanted.end(), w));
+  }
+  for (const ThreadSeen& t : all) {
+    if (t.tid == ::getpid()) continue;
+    if (!is_tickrail(t)) {
+      WARN("a thread that is not tickrail's: " << t.name << " (" << t.tid << ")");
+      continue;
+    }
+    INFO(t.name << " may run on " << format_cpu_list(t.cpus));
+    CHECK_FALSE(has_cpu(t, 0));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("rcThreadsAreNamedAndStayOffTheCreatingThreadsCore", "[threads]") {
+  if (!two_cpus()) {
+    WARN("needs cpus 0 and 1");
+    return;
+  }
+  const std::string dev = rt::device();
+  const std::string addr = rt::address(dev);
+  PublisherConfig pc;
+  pc.transport = TransportKind::rc;
+  pc.channel = "rc-threads";
+  pc.ring_capacity = 64;
+  pc.rdma.device = dev;
+  pc.rdma.address = addr;
+  pc.rdma.port = 7463;
+  SubscriberConfig sc;
+  sc.transport = TransportKind::rc;
+  sc.channel = pc.channel;
+  sc.rdma = pc.rdma;
+
+  const PinnedHere hot(0);
+  Publisher pub(pc);
+  // The subscriber connects while this thread serves the publisher: its creating thread is
+  // pinned to cpu 0 as well.
+  auto sub = rc_test::construct_serving(pub, [&] {
+    (void)pin_current_thread(0);
+    return std::make_unique<Subscriber>(sc);
+  });
+  REQUIRE(sub != nullptr);
+  check_threads({"tr-rc-cm", "tr-rc-cm", "tr-stats", "tr-log"});
+}
+
+TEST_CASE("udThreadsAreNamedAndStayOffTheCreatingThreadsCore", "[threads]") {
+  if (!two_cpus()) {
+    WARN("needs cpus 0 and 1");
+    return;
+  }
+  PublisherConfig pc = rt::ud_publisher_config("239.7.7.9", 7465);
+  pc.channel = "ud-threads";
+  SubscriberConfig sc = rt::ud_subscriber_config("239.7.7.9");
+  sc.channel = pc.channel;
+
+  const PinnedHere hot(0);
+  Publisher pub(pc);
+  Subscriber sub(sc);
+  check_threads({"tr-ud-recov", "tr-ud-cond", "tr-stats", "tr-log"});
+}
+
+TEST_CASE("udHousekeepingCpusPutsTheSubscribersConductorThere", "[threads]") {
+  if (!two_cpus()) {
+    WARN("needs cpus 0 and 1");
+    return;
+  }
+  SubscriberConfig sc = rt::ud_subscriber_config("239.7.7.10");
+  sc.channel = "ud-threads-hk";
+  sc.housekeeping_cpus = "1";
+  Subscriber sub(sc);  // the creating thread is not pinned: without the key it could run on 0
+  const std::vector<ThreadSeen> all = threads_of(::getpid());
+  INFO(describe(all));
+  bool seen = false;
+  for (const ThreadSeen& t : all) {
+    if (t.name != "tr-ud-cond") continue;
+    seen = true;
+    CHECK(t.cpus == std::vector<int>{1});
+  }
+  CHECK(seen);
+}

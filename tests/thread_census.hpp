@@ -1,0 +1,55 @@
+// The threads of a process as an operator sees them: each one's name (/proc/PID/task/TID/comm)
+// and the cpus it may run on (Cpus_allowed_list of .../status).
+#pragma once
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tickrail/affinity.hpp"
+
+namespace tickrail::test {
+
+struct ThreadSeen {
+  int tid = 0;
+  std::string name;
+  std::vector<int> cpus;
+};
+
+inline std::vector<ThreadSeen> threads_of(int pid) {
+  std::vector<ThreadSeen> out;
+  const std::filesystem::path task = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(task, ec)) {
+    ThreadSeen t;
+    t.tid = std::stoi(e.path().filename().string());
+    std::ifstream comm(e.path() / "comm");
+    if (!std::getline(comm, t.name)) continue;  // it ended meanwhile
+    std::ifstream status(e.path() / "status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("Cpus_allowed_list:", 0) == 0) t.cpus = parse_cpu_list(line.substr(18));
+    }
+    out.push_back(t);
+  }
+  std::sort(out.begin(), out.end(), [](const ThreadSeen& a, const ThreadSeen& b) { return a.tid < b.tid; });
+  return out;
+}
+
+inline bool has_cpu(const ThreadSeen& t, int cpu) {
+  return std::find(t.cpus.begin(), t.cpus.end(), cpu) != t.cpus.end();
+}
+
+inline std::string describe(const std::vector<ThreadSeen>& ts) {
+  std::string s;
+  for (const ThreadSeen& t : ts) {
+    s += std::to_string(t.tid) + " " + t.name + " cpus " + format_cpu_list(t.cpus) + "\n";
+  }
+  return s;
+}
+
+// The library's threads: every one is named "tr-...".
+inline bool is_tickrail(const ThreadSeen& t) { return t.name.rfind("tr-", 0) == 0; }
+
+}  // namespace tickrail::test
