@@ -11,7 +11,7 @@
 //   where  api:    a member of the struct, copied into the live counters
 //          live:   in the live counters only, filled by the Subscriber itself
 //          thread: in the live counters only, written by one of the library's background
-//                  threads (docs/threads.md) into words apart from the hot ones, so that its
+//                  threads (docs/apps.md, "Threads") into words apart from the hot ones, so that its
 //                  wake-ups never touch the lines the publishing or polling thread writes
 //   kind   counter: only grows (Prometheus *_total); gauge: goes up and down
 //

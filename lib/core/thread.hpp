@@ -1,4 +1,4 @@
-// The library's own threads: every one starts here, named and placed (docs/threads.md).
+// The library's own threads: every one starts here, named and placed (docs/apps.md, "Threads").
 //
 // A name is what `top -H`, `ps -L` and /proc/<pid>/task/*/comm show: "tr-" and the job, at most
 // 15 characters (pthread_setname_np's limit). A placement is the set of cpus an endpoint's

@@ -1,4 +1,4 @@
-// threads.placement: where a configuration puts tickrail's background threads (docs/threads.md)
+// threads.placement: where a configuration puts tickrail's background threads (docs/apps.md, "Threads")
 // against the cores its hot threads use.
 #include <algorithm>
 

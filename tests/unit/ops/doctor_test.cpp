@@ -633,3 +633,38 @@ TEST_CASE("shmRingMemoryIsCheckedAgainstWhatTheHostHasAvailable") {
     CHECK(only(check_shm_memory(o), "shm.dir").level == Level::fail);
   }
 }
+
+TEST_CASE("threadsPlacementWarnsWhenBackgroundThreadsWouldShareAHotCore") {
+  TempDir t("doctor");
+  healthy_host(t);  // cpus 0-3
+  const auto placement = [&](const std::string& toml, std::vector<int> cpus = {}) {
+    Options o = options(t);
+    o.cpus = std::move(cpus);
+    t.write("app.toml", toml);
+    load_config(t / "app.toml", o);
+    INFO(toml);
+    REQUIRE(o.config_errors.empty());
+    return check_threads(o);
+  };
+  // housekeeping_cpus on the replay's hot cpu.
+  std::vector<Finding> f = placement("[publisher]\nhousekeeping_cpus = \"1-2\"\n[replay]\ncpu = 2\n");
+  const Finding& pub = only(f, "threads.placement", "publisher housekeeping_cpus");
+  CHECK(pub.level == Level::warn);
+  CHECK(contains(pub.message, "hot cpu 2"));
+  CHECK(contains(pub.fix, "housekeeping_cpus = \"0-1,3\""));
+  // Apart from it: fine.
+  f = placement("[publisher]\nhousekeeping_cpus = \"0-1\"\n[replay]\ncpu = 2\n");
+  CHECK(only(f, "threads.placement", "publisher housekeeping_cpus").level == Level::ok);
+  // Not set, and every cpu hot: no room left.
+  f = placement("[subscriber]\nchannel = \"md\"\n", {0, 1, 2, 3});
+  const Finding& sub = only(f, "threads.placement", "subscriber housekeeping_cpus");
+  CHECK(sub.level == Level::warn);
+  CHECK(contains(sub.message, "every online cpu"));
+  // A cpu the host does not have: creating the endpoint would fail.
+  f = placement("housekeeping_cpus = \"7\"\n[subscriber]\nchannel = \"md\"\n");
+  CHECK(only(f, "threads.placement", "subscriber housekeeping_cpus").level == Level::fail);
+  // Not set, one hot cpu: the default keeps them off it.
+  f = placement("[publisher]\nchannel = \"md\"\n[replay]\ncpu = 3\n");
+  CHECK(only(f, "threads.placement", "publisher housekeeping_cpus").level == Level::ok);
+  CHECK(contains(only(f, "threads.placement", "publisher housekeeping_cpus").message, "0-2"));
+}
