@@ -91,8 +91,8 @@ constexpr std::uint32_t thread_slot(const CounterInfo (&table)[N], std::uint32_t
   for (std::uint32_t i = 0; i < index && i < N; ++i) n += table[i].threaded ? 1 : 0;
   return n;
 }
-static_assert(thread_slot(kPubCounterInfo, std::size(kPubCounterInfo)) <= kThreadCounters);
-static_assert(thread_slot(kSubCounterInfo, std::size(kSubCounterInfo)) <= kThreadCounters);
+static_assert(thread_slot(kPubCounterInfo, static_cast<std::uint32_t>(PubCounter::count_)) <= kThreadCounters);
+static_assert(thread_slot(kSubCounterInfo, static_cast<std::uint32_t>(SubCounter::count_)) <= kThreadCounters);
 
 // Names used by tickrail-stat's table and JSON ("published", "max_poll_gap_cycles", ...).
 [[nodiscard]] const char* counter_name(BlockKind kind, std::uint32_t index) noexcept;
@@ -168,6 +168,7 @@ inline constexpr std::size_t kFileSize = sizeof(FileHeader) + kMaxBlocks * sizeo
 // Copies a transport's own counters into the endpoint's live counters: the table's `api` rows.
 #define TICKRAIL_DETAIL_PUT_api(name, Index) r.put(Index::name, c.name);
 #define TICKRAIL_DETAIL_PUT_live(name, Index)
+#define TICKRAIL_DETAIL_PUT_thread(name, Index)
 #define TICKRAIL_DETAIL_PUT_PUB(name, where, kind, help) TICKRAIL_DETAIL_PUT_##where(name, PubCounter)
 #define TICKRAIL_DETAIL_PUT_SUB(name, where, kind, help) TICKRAIL_DETAIL_PUT_##where(name, SubCounter)
 inline void store_counters(const Registration& r, const PublisherCounters& c) noexcept {
@@ -179,6 +180,7 @@ inline void store_counters(const Registration& r, const SubscriberCounters& c) n
 #undef TICKRAIL_DETAIL_PUT_SUB
 #undef TICKRAIL_DETAIL_PUT_PUB
 #undef TICKRAIL_DETAIL_PUT_live
+#undef TICKRAIL_DETAIL_PUT_thread
 #undef TICKRAIL_DETAIL_PUT_api
 
 // The word that holds counter `index` of a block of `kind`: a hot counter or a `thread` row's.

@@ -135,7 +135,7 @@ std::jthread start_thread(const char* name, const Placement& where,
   // Shared: the thread may still be inside set_value() when this function has returned.
   auto started = std::make_shared<std::promise<void>>();
   std::future<void> ready = started->get_future();
-  std::jthread t([started, name, where, body = std::move(body)](std::stop_token st) {
+  std::jthread t([started, name, where, run = std::move(body)](std::stop_token st) {
     int err = 0;
     if (!where.apply(pthread_self(), err)) {
       logger()->warn("thread {}: cannot move to cpus {}: {}; it keeps its inherited cpus", name,
@@ -143,7 +143,7 @@ std::jthread start_thread(const char* name, const Placement& where,
     }
     name_current_thread(name);  // named once placed: a thread that shows its name is where it runs
     started->set_value();
-    body(st);
+    run(st);
   });
   ready.wait();
   return t;

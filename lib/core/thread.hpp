@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tickrail/counters.hpp"
@@ -25,7 +26,7 @@ namespace tickrail::detail {
 class Placement {
  public:
   Placement() = default;  // where the creating thread may run: the mask a new thread inherits
-  explicit Placement(std::vector<int> cpus) : cpus_(std::move(cpus)) {}
+  explicit Placement(std::vector<int> list) : cpus_(std::move(list)) {}
 
   // An endpoint's placement, from its housekeeping_cpus (the key's text; empty: the default).
   // A list naming a cpu this process may not use throws Error(config_error) naming the key, the

@@ -1,8 +1,11 @@
-// threads.placement: where a configuration puts tickrail's background threads (docs/apps.md, "Threads")
-// against the cores its hot threads use.
+// threads.placement: where a configuration puts tickrail's background threads against the cores
+// its hot threads use (docs/apps.md, "Threads").
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
 
-#include "host_fs.hpp"
+#include "tools/doctor/host_fs.hpp"
 #include "tickrail/affinity.hpp"
 #include "tickrail/error.hpp"
 
