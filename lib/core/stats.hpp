@@ -11,7 +11,8 @@
 //   counters   the tables of tickrail/counters.hpp (PubCounter, SubCounter): written by the publishing or
 //              polling thread with relaxed stores (plain moves on x86), never locked, never RMW
 //   rows       a publisher's per-subscriber table (position, lag, back-pressure): rewritten by
-//              the process's stats thread every kRefreshPeriod from Publisher::subscribers()
+//              the process's stats thread every kRefreshPeriod from Publisher::subscribers(); beside
+//              it, the wake-up counts of the library's background threads (the `thread` rows)
 //
 // Readers (tickrail-stat) copy the file into private memory with pread, never map it: a file
 // truncated while it is read ends in a short read, reported as "incomplete", not in SIGBUS. Two
@@ -144,7 +145,8 @@ struct alignas(kLinePair) Block {
   // Hot counters: the publishing or polling thread only.
   alignas(kLinePair) Word counters[kCounters];
 
-  // Slow part: the stats thread only (seqlock `rows_seq`).
+  // Slow part: the stats thread's rows (seqlock `rows_seq`), and the words the background
+  // threads count their wake-ups in.
   alignas(kLinePair) Word rows_seq;
   Word row_count;
   Word refreshed_ns;  // CLOCK_REALTIME of the last refresh
