@@ -27,8 +27,12 @@ struct ProcessThreads {
     // Leaked: the log writer leaves during static destruction.
     static ProcessThreads* p = [] {
       auto* t = new ProcessThreads;
-      // A forked child has none of its parent's threads.
-      pthread_atfork(nullptr, nullptr, [] { instance().threads.clear(); });
+      // A forked child has none of its parent's threads, and must find the lock free.
+      pthread_atfork([] { instance().mutex.lock(); }, [] { instance().mutex.unlock(); },
+                     [] {
+                       instance().threads.clear();
+                       instance().mutex.unlock();
+                     });
       return t;
     }();
     return *p;
