@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <thread>
 #include <vector>
@@ -217,4 +218,16 @@ TEST_CASE("theDefaultPlacementIsTheProcessCpusOffThePinnedOnes", "[threads]") {
   CHECK(detail::cpus_off({0, 1, 2, 3}, {0, 1, 2, 3}).empty());  // not pinned: inherit
   CHECK(detail::cpus_off({0}, {0}).empty());                    // one cpu: nothing left
   CHECK(detail::cpus_off({0, 1}, {5}).empty());                 // outside the set: inherit
+}
+
+TEST_CASE("wakeUpCountsLiveOffTheHotCountersLines", "[threads]") {
+  // The background threads never write the line pair the publishing or polling thread writes.
+  STATIC_REQUIRE(offsetof(stats::Block, thread_counters) >=
+                 offsetof(stats::Block, counters) + sizeof(stats::Block::counters) + stats::kLinePair - 1);
+  STATIC_REQUIRE(offsetof(stats::Block, thread_counters) + sizeof(stats::Block::thread_counters) <=
+                 offsetof(stats::Block, rows));
+  // Appended rows: the indices before them keep their meaning.
+  STATIC_REQUIRE(static_cast<int>(stats::PubCounter::background_wakeups) == 6);
+  STATIC_REQUIRE(static_cast<int>(stats::PubCounter::stats_wakeups) == 7);
+  STATIC_REQUIRE(static_cast<int>(stats::SubCounter::background_wakeups) == 11);
 }
