@@ -12,6 +12,20 @@
 
 namespace tickrail::test {
 
+// A sanitizer's runtime may run a thread of its own in the process (TSan's background thread):
+// it carries the program's name, like a thread nobody named.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kRuntimeThreads = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool kRuntimeThreads = true;
+#else
+inline constexpr bool kRuntimeThreads = false;
+#endif
+#else
+inline constexpr bool kRuntimeThreads = false;
+#endif
+
 struct ThreadSeen {
   int tid = 0;
   std::string name;
