@@ -65,8 +65,9 @@ UdPublisher::UdPublisher(const PublisherConfig& config, const detail::Placement&
   ibv_ah_attr ah = membership_->ah_attr();
   ah_.emplace(pd_, ah);
   session_ = random_session();
-  start_recovery_server(placement);
-  prepare_work_requests();
+  const Address listen = Address::parse(r.address, r.port);
+  start_recovery_server(listen, placement);
+  prepare_work_requests(listen);
   heartbeat_cycles_ = clock.ns_to_cycles(
       static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(r.heartbeat_interval).count()));
   batch_delay_cycles_ = clock.ns_to_cycles(static_cast<double>(r.batch_delay.count()));
@@ -131,10 +132,10 @@ void UdPublisher::create_queue_pair() {
   max_inline_ = a.cap.max_inline_data;
 }
 
-void UdPublisher::start_recovery_server(const detail::Placement& placement) {
+void UdPublisher::start_recovery_server(const Address& listen, const detail::Placement& placement) {
   const RdmaConfig& r = config_.rdma;
   RecoveryServer::Params sp;
-  sp.listen = Address::parse(r.address, r.port);
+  sp.listen = listen;
   sp.token = r.token;
   sp.max_connections = 256;
   sp.device = r.device;
@@ -150,14 +151,13 @@ void UdPublisher::start_recovery_server(const detail::Placement& placement) {
 
 // Every header and work request is prepared once; a post writes only kind, first_seq, count,
 // send_ts and the gather list's history entries.
-void UdPublisher::prepare_work_requests() {
+void UdPublisher::prepare_work_requests(const Address& listen) {
   DatagramHeader tmpl{};
   tmpl.magic = kMagic;
   tmpl.version = kVersion;
   tmpl.session = session_;
   tmpl.recovery_port = server_->port();
   tmpl.history = config_.rdma.history;
-  const Address listen = Address::parse(config_.rdma.address, config_.rdma.port);
   const sockaddr* sa = listen.get();
   if (sa->sa_family == AF_INET) {
     tmpl.recovery_family = 4;

@@ -71,8 +71,8 @@ class UdPublisher final : public detail::PublisherTransport {
   void size_send_queue();
   void register_memory();
   void create_queue_pair();
-  void start_recovery_server(const detail::Placement& where);
-  void prepare_work_requests();
+  void start_recovery_server(const Address& listen, const detail::Placement& placement);
+  void prepare_work_requests(const Address& listen);
 
   // Data path.
   bool post(DatagramKind kind, std::uint64_t first, std::uint32_t count, std::uint64_t now) noexcept;
