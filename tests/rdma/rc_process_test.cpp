@@ -227,3 +227,51 @@ TEST_CASE("killedPublisherIsReportedByEverySubscriberWithinBoundedTime") {
     CHECK(s->wait(10s) == 0);
   }
 }
+
+TEST_CASE("hungPublisherIsReportedSilentByItsHeartbeat") {
+  // Stopped, not killed: the connection stays up, only the heartbeat tells.
+  auto pub = start_publisher({"--subs", "2", "--ticks", "0", "--batch", "8"});
+  std::vector<std::unique_ptr<Child>> subs;
+  for (const char* polling : {"memory", "cq"}) {
+    subs.push_back(start_subscriber(pub, {"--polling", polling, "--split",
+                                          "--publisher-timeout-ms", "2000"}));
+  }
+  REQUIRE(pub.proc->expect(R"(serving 2)", 60s));
+  std::this_thread::sleep_for(500ms);  // ticks flowing
+  pub.proc->signal(SIGSTOP);
+  for (auto& s : subs) {
+    const Done d = finish(*s, 30s);
+    INFO(d.line);
+    CHECK(d.state == "publisher gone");
+    CHECK(d.received > 0);
+    CHECK_THAT(d.line, Contains("has been silent for more than 2000 ms"));
+    CHECK(s->wait(10s) == 0);
+  }
+  pub.proc->signal(SIGKILL);
+  (void)pub.proc->wait(10s);
+}
+
+TEST_CASE("aHostThatWasStoppedDoesNotMakeItsPublisherLookDead") {
+  // As when a VM is paused or starved: publisher and subscriber both stop for longer than
+  // publisher_timeout. The subscriber comes back first and must give the publisher its
+  // heartbeats' time before calling it silent.
+  const std::uint64_t n = 200000;
+  auto pub = start_publisher({"--subs", "1", "--ticks", std::to_string(n), "--batch", "64",
+                              "--heartbeat-ms", "300"});
+  auto sub = start_subscriber(pub, {"--polling", "cq", "--ticks", std::to_string(n),
+                                    "--publisher-timeout-ms", "2000"});
+  REQUIRE(pub.proc->expect(R"(serving 1)", 60s));
+  std::this_thread::sleep_for(200ms);
+  pub.proc->signal(SIGSTOP);
+  sub->signal(SIGSTOP);
+  std::this_thread::sleep_for(3s);
+  sub->signal(SIGCONT);
+  std::this_thread::sleep_for(300ms);
+  pub.proc->signal(SIGCONT);
+  const Done d = finish(*sub, 300s);
+  INFO(d.line);
+  CHECK(d.received == n);
+  CHECK(d.lost == 0);
+  CHECK(sub->wait(10s) == 0);
+  REQUIRE(pub.proc->expect(R"(done published)", 60s));
+}

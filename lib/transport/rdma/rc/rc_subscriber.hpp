@@ -136,9 +136,13 @@ class RcSubscriber final : public detail::SubscriberTransport {
   ibv_sge credit_sge_{};
 
   // Liveness (state() is const and cheap: it remembers when the heartbeat last changed).
+  // Clock cycles throughout.
   mutable std::uint64_t last_beat_ = 0;
-  mutable std::uint64_t beat_seen_at_ = 0;  // Clock cycles
+  mutable std::uint64_t gone_at_ = 0;    // silent from here on: the publisher is gone
+  mutable std::uint64_t last_look_ = 0;  // the previous state()
+  mutable bool grace_given_ = false;     // once per silence: see state()
   std::uint64_t silence_cycles_ = 0;
+  std::uint64_t grace_cycles_ = 0;
   std::atomic<std::uint32_t> loss_{0};  // PeerLoss, from the CM thread or a failed post/poll
 
   detail::WakeCounter wakeups_;  // the CM thread's
