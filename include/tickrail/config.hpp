@@ -94,8 +94,9 @@ struct TICKRAIL_API PublisherConfig {
   std::vector<std::string> allow_groups;
   bool stats = true;  // live counters in the process's stat file (tickrail-stat; TICKRAIL_STATS=0: off)
   // Where the publisher's background threads run (docs/apps.md, "Threads"), as a cpu list: "2-3,6".
-  // Empty: when the thread that creates the publisher is pinned to some of the process's cpus,
-  // the others; otherwise where that thread may run.
+  // Empty: the process's cpus off its hot ones (those of its pinned threads that created an
+  // endpoint, this one's creator included, and of its ThreadedPublishers); when none is hot,
+  // where the creating thread may run.
   std::string housekeeping_cpus;
   RdmaConfig rdma;
 

@@ -25,8 +25,8 @@ struct TICKRAIL_API ThreadedPublisherOptions {
   std::size_t queue_capacity = 65536;  // ticks per producer queue
   std::size_t batch = 64;              // ticks drained from one queue at a time
   // Pin the publishing thread (named tr-pub) here; -1: it runs where the creating thread may. A
-  // hot thread, never placed with the background ones: when housekeeping_cpus is not set, the
-  // publisher's background threads avoid this cpu as well as the creating thread's.
+  // hot thread, never placed with the background ones: while it runs, the process's background
+  // threads whose housekeeping_cpus is not set keep off this cpu (docs/apps.md, "Threads").
   int cpu = -1;
   IdleKind idle = IdleKind::busy_spin;
   std::size_t max_producers = 64;

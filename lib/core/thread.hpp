@@ -26,29 +26,55 @@ namespace tickrail::detail {
 class Placement {
  public:
   Placement() = default;  // where the creating thread may run: the mask a new thread inherits
-  explicit Placement(std::vector<int> list) : cpus_(std::move(list)) {}
+  // `by_default`: decided by the library, not by housekeeping_cpus; a thread started there moves
+  // when another thread of the process becomes hot (HotCpus).
+  explicit Placement(std::vector<int> list, bool by_default = false)
+      : cpus_(std::move(list)), by_default_(by_default) {}
 
   // An endpoint's placement, from its housekeeping_cpus (the key's text; empty: the default).
   // A list naming a cpu this process may not use throws Error(config_error) naming the key, the
-  // value and the cpus it may use. The default, decided from the calling thread's affinity: when
-  // it is pinned to some of the process's cpus, the others; when it is not pinned, its own mask;
-  // when nothing is left (one cpu), its own mask and a warning, logged once per process. Moves
-  // the process's threads (log writer, stats) to the result. `who` names the endpoint in messages.
+  // value and the cpus it may use. The default, decided from the calling thread's affinity and
+  // the process's hot cpus (HotCpus): when it is pinned to some of the process's cpus, they
+  // become hot; the result is the process's cpus off every hot one; when that leaves none, off the
+  // calling thread's own; when it is not pinned and no cpu is hot, its own mask; when nothing is
+  // left (one cpu), its own mask and a warning, logged once per process. Moves the process's
+  // threads (log writer, stats) to the result, off the hot cpus. `who` names the endpoint.
   [[nodiscard]] static Placement for_endpoint(std::string_view housekeeping_cpus,
                                               std::string_view who);
 
   // Sorted cpus; empty: inherit.
   [[nodiscard]] const std::vector<int>& cpus() const noexcept { return cpus_; }
+  [[nodiscard]] bool by_default() const noexcept { return by_default_; }
   // Sets `thread`'s affinity; false (errno-style code in `err`) when the kernel refused.
   bool apply(pthread_t thread, int& err) const noexcept;
 
  private:
   std::vector<int> cpus_;
+  bool by_default_ = false;
 };
 
 // The default placement's cpus for a thread whose affinity is `mine`, in a process that may use
 // `process`: process - mine when mine is a strict subset, else empty (inherit). Exposed for tests.
 [[nodiscard]] std::vector<int> cpus_off(const std::vector<int>& process, const std::vector<int>& mine);
+// The default placement's cpus, given the process's hot cpus and cpus_off() of the creating
+// thread (`rest`): process - hot when that leaves some, else `rest`. Exposed for tests.
+[[nodiscard]] std::vector<int> default_cpus(const std::vector<int>& process, const std::vector<int>& hot,
+                                            const std::vector<int>& rest);
+
+// The process's hot cpus are those of its pinned threads: a pinned thread that created an
+// endpoint (hot for good), and, while one of these lives, a thread that claimed its cpus (a
+// ThreadedPublisher's publishing thread). When more cpus become hot, every background thread
+// placed by default, and the process's threads, move off them while another cpu is left.
+class HotCpus {
+ public:
+  explicit HotCpus(std::vector<int> cpus);  // the cpus outside the process's are ignored
+  ~HotCpus();
+  HotCpus(const HotCpus&) = delete;
+  HotCpus& operator=(const HotCpus&) = delete;
+
+ private:
+  std::vector<int> cpus_;
+};
 
 // Starts body(stop_token) on a new std::jthread named `name` (at most 15 characters) at
 // `where`; returns once the thread is named and placed, before the body runs.

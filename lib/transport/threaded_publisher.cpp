@@ -14,31 +14,6 @@ namespace tickrail {
 namespace {
 bool has(const std::vector<int>& v, int c) { return std::find(v.begin(), v.end(), c) != v.end(); }
 
-// The publisher's background threads stay off the publishing thread's cpu too, when the
-// configuration leaves their placement to the default (core/thread.hpp).
-PublisherConfig off_cpu(const PublisherConfig& config, int cpu) {
-  if (cpu < 0 || config.housekeeping_cpus.find_first_not_of(" \t\n") != std::string::npos) {
-    return config;
-  }
-  const std::vector<int> process = process_cpus();
-  const std::vector<int> mine = allowed_cpus();
-  std::vector<int> rest = detail::cpus_off(process, mine);
-  if (rest.empty()) {  // the creating thread is not pinned: anywhere it may run
-    for (int c : mine) {
-      if (has(process, c)) rest.push_back(c);
-    }
-  }
-  std::erase(rest, cpu);
-  if (rest.empty()) {
-    logger()->warn("threaded publisher '{}': no cpu is left for background threads besides the "
-                   "publishing thread's cpu {} and the creating thread's: set housekeeping_cpus",
-                   config.channel, cpu);
-    return config;
-  }
-  PublisherConfig c = config;
-  c.housekeeping_cpus = format_cpu_list(rest);
-  return c;
-}
 }  // namespace
 
 struct ThreadedPublisher::Producer::Queue {
@@ -58,7 +33,7 @@ std::size_t ThreadedPublisher::Producer::offer(std::span<const Tick> ticks) noex
 
 ThreadedPublisher::ThreadedPublisher(const PublisherConfig& config,
                                      const ThreadedPublisherOptions& options)
-    : publisher_(off_cpu(config, options.cpu)), options_(options) {
+    : publisher_(config), options_(options) {
   if (options_.queue_capacity < 2 || options_.batch == 0 || options_.max_producers == 0) {
     throw Error(Errc::config_error,
                 "threaded publisher: queue_capacity must be >= 2, batch and max_producers >= 1");
@@ -71,7 +46,10 @@ ThreadedPublisher::ThreadedPublisher(const PublisherConfig& config,
   const std::vector<int> process = process_cpus();
   const detail::Placement where = has(process, options_.cpu) ? detail::Placement({options_.cpu})
                                                               : detail::Placement{};
-  thread_ = detail::start_thread("tr-pub", where, [this](std::stop_token st) { run(st); });
+  // Its cpu is hot while it runs: the background threads placed by default, this publisher's
+  // among them, move off it.
+  auto hot = std::make_shared<const detail::HotCpus>(std::vector<int>{options_.cpu});
+  thread_ = detail::start_thread("tr-pub", where, [this, hot](std::stop_token st) { run(st); });
 }
 
 ThreadedPublisher::~ThreadedPublisher() {

@@ -224,6 +224,59 @@ TEST_CASE("theDefaultPlacementIsTheProcessCpusOffThePinnedOnes", "[threads]") {
   CHECK(detail::cpus_off({0, 1}, {5}).empty());                 // outside the set: inherit
 }
 
+TEST_CASE("theDefaultPlacementKeepsOffEveryHotCpuWhileOneIsLeft", "[threads]") {
+  CHECK(detail::default_cpus({0, 1, 2, 3}, {}, {}).empty());                    // nothing hot: inherit
+  CHECK(detail::default_cpus({0, 1, 2, 3}, {2}, {0, 1, 3}) == std::vector<int>{0, 1, 3});
+  CHECK(detail::default_cpus({0, 1, 2, 3}, {1, 2}, {0, 1, 3}) == std::vector<int>{0, 3});
+  CHECK(detail::default_cpus({0, 1, 2, 3}, {1}, {}) == std::vector<int>{0, 2, 3});  // not pinned
+  CHECK(detail::default_cpus({0, 1}, {0, 1}, {0}) == std::vector<int>{0});  // all hot: off its own
+}
+
+// A thread pinned to a cpu that creates an endpoint makes that cpu hot: the background threads
+// of endpoints created before (by a thread that is not pinned) and after move off it.
+TEST_CASE("aCpuMadeHotMovesTheDefaultPlacedThreadsOffIt", "[threads]") {
+  if (!two_cpus()) {
+    WARN("needs cpus 0 and 1");
+    return;
+  }
+  Publisher before(Endpoints::pub_config(channel("before"), ""));
+  {
+    const PinnedHere hot(0);
+    Publisher pinned(Endpoints::pub_config(channel("pinned"), ""));
+  }
+  Publisher after(Endpoints::pub_config(channel("after"), ""));
+  const std::vector<ThreadSeen> ours = library_threads({"tr-shm-cond", "tr-stats", "tr-log"});
+  CHECK(std::count_if(ours.begin(), ours.end(), [](const ThreadSeen& t) { return t.name == "tr-shm-cond"; }) == 2);
+  for (const ThreadSeen& t : ours) {
+    INFO(t.name << " may run on " << format_cpu_list(t.cpus));
+    CHECK_FALSE(has_cpu(t, 0));
+  }
+}
+
+// A ThreadedPublisher's publishing thread makes its cpu hot while it runs: every background
+// thread placed by default moves off it, those started before included.
+TEST_CASE("aPublishingThreadsCpuIsLeftToIt", "[threads]") {
+  const std::vector<int> cpus = process_cpus();
+  if (cpus.size() < 3 || cpus[2] != 2) {
+    WARN("needs cpus 0, 1 and 2");
+    return;
+  }
+  Publisher before(Endpoints::pub_config(channel("tp-before"), ""));
+  ThreadedPublisherOptions opt;
+  opt.cpu = 2;
+  opt.idle = IdleKind::backoff;
+  ThreadedPublisher tp(Endpoints::pub_config(channel("tp"), ""), opt);
+  const std::vector<ThreadSeen> ours = library_threads({"tr-shm-cond", "tr-stats", "tr-log", "tr-pub"});
+  for (const ThreadSeen& t : ours) {
+    INFO(t.name << " may run on " << format_cpu_list(t.cpus));
+    if (t.name == "tr-pub") {
+      CHECK(t.cpus == std::vector<int>{2});
+    } else {
+      CHECK_FALSE(has_cpu(t, 2));
+    }
+  }
+}
+
 TEST_CASE("wakeUpCountsLiveOffTheHotCountersLines", "[threads]") {
   // The background threads never write the line pair the publishing or polling thread writes
   // (the hot counters fill one pair exactly).
