@@ -668,3 +668,20 @@ TEST_CASE("threadsPlacementWarnsWhenBackgroundThreadsWouldShareAHotCore") {
   CHECK(only(f, "threads.placement", "publisher housekeeping_cpus").level == Level::ok);
   CHECK(contains(only(f, "threads.placement", "publisher housekeeping_cpus").message, "0-2"));
 }
+
+TEST_CASE("threadsPlacementWarnsOnAHostWithOneCpu") {
+  TempDir t("doctor");
+  healthy_host(t);
+  t.write("sys/devices/system/cpu/online", "0\n");
+  for (const std::string toml : {"[subscriber]\nchannel = \"md\"\n",
+                                 "[subscriber]\nhousekeeping_cpus = \"0\"\n"}) {
+    Options o = options(t);
+    t.write("app.toml", toml);
+    load_config(t / "app.toml", o);
+    INFO(toml);
+    REQUIRE(o.config_errors.empty());
+    const Finding& f = only(check_threads(o), "threads.placement", "subscriber housekeeping_cpus");
+    CHECK(f.level == Level::warn);
+    CHECK(contains(f.message, "one online cpu"));
+  }
+}
