@@ -96,10 +96,14 @@ std::chrono::milliseconds parse_milliseconds(std::string_view text, std::string_
 }
 
 std::string parse_cpu_list_text(std::string_view text, std::string_view option) {
+  std::vector<int> cpus;
   try {
-    (void)parse_cpu_list(text);
+    cpus = parse_cpu_list(text);
   } catch (const Error&) {
     bad_value(option, "'" + std::string(text) + "' is not a cpu list like 2-3,6");
+  }
+  if (const std::string why = unusable_cpus(cpus); !why.empty()) {
+    bad_value(option, "'" + std::string(text) + "': " + why);
   }
   return std::string(text);
 }

@@ -43,7 +43,8 @@ double parse_real(std::string_view text, std::string_view option, double min, do
 std::chrono::milliseconds parse_seconds(std::string_view text, std::string_view option);
 // Milliseconds from 0 to kMaxDuration.
 std::chrono::milliseconds parse_milliseconds(std::string_view text, std::string_view option);
-// A cpu list ("2-3,6"), returned as given once its form is checked.
+// A cpu list ("2-3,6") of cpus this process may use, returned as given once checked; "" is the
+// empty list.
 std::string parse_cpu_list_text(std::string_view text, std::string_view option);
 
 // A config key (or option) whose value cannot work: throws Error(config_error) "key: why".

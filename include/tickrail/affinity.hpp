@@ -41,6 +41,9 @@ struct TICKRAIL_API PinResult {
 // before main() (a program that pins its main thread later does not shrink it), less the cpus
 // offline now.
 [[nodiscard]] TICKRAIL_API std::vector<int> process_cpus();
+// Why this process cannot use every cpu of `cpus` ("" when it can): the first that is offline
+// or outside process_cpus(), and the cpus it may use.
+[[nodiscard]] TICKRAIL_API std::string unusable_cpus(const std::vector<int>& cpus);
 // process_cpus() less `hot`, as a cpu list ("" when none is left): the housekeeping_cpus of a
 // program that runs hot threads on several cores.
 [[nodiscard]] TICKRAIL_API std::string cpus_besides(const std::vector<int>& hot);

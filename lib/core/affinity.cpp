@@ -147,6 +147,26 @@ std::vector<int> process_cpus() {
   return cpus;
 }
 
+std::string unusable_cpus(const std::vector<int>& cpus) {
+  const std::vector<int> process = process_cpus();
+  std::vector<int> online;
+  try {
+    online = online_cpus();
+  } catch (const Error&) {
+    // Unreadable sysfs: every cpu outside the process's set is reported as not allowed.
+  }
+  for (int c : cpus) {
+    if (contains(process, c)) continue;
+    const std::string may = "this process may use " + format_cpu_list(process);
+    if (!online.empty() && !contains(online, c)) {
+      return "cpu " + std::to_string(c) + " does not exist or is offline (" + may + ")";
+    }
+    return "cpu " + std::to_string(c) + " is outside this process's cpus (" + may +
+           "; see taskset and cgroup cpuset)";
+  }
+  return {};
+}
+
 std::string cpus_besides(const std::vector<int>& hot) {
   std::vector<int> rest = process_cpus();
   std::erase_if(rest, [&](int c) { return std::find(hot.begin(), hot.end(), c) != hot.end(); });

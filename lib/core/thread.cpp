@@ -113,22 +113,7 @@ Placement explicit_placement(std::string_view text, std::string_view who) {
   } catch (const Error&) {
     throw bad("not a cpu list like 2-3,6");
   }
-  const std::vector<int> process = process_cpus();
-  std::vector<int> online;
-  try {
-    online = online_cpus();
-  } catch (const Error&) {
-    // Unreadable sysfs: every cpu outside the process's set is reported as not allowed.
-  }
-  for (int c : cpus) {
-    if (has(process, c)) continue;
-    const std::string may = "this process may use " + format_cpu_list(process);
-    if (!online.empty() && !has(online, c)) {
-      throw bad("cpu " + std::to_string(c) + " does not exist or is offline (" + may + ")");
-    }
-    throw bad("cpu " + std::to_string(c) + " is outside this process's cpus (" + may +
-              "; see taskset and cgroup cpuset)");
-  }
+  if (const std::string why = unusable_cpus(cpus); !why.empty()) throw bad(why);
   return Placement(std::move(cpus));
 }
 

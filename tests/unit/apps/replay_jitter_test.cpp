@@ -386,4 +386,15 @@ TEST_CASE("aBadHousekeepingCpusFlagIsAUsageError", "[e2e][threads]") {
                                                  .string());
   CHECK(f.status == 2);
   CHECK_THAT(f.output, Catch::Contains("--housekeeping-cpus") && Catch::Contains("'1-x'"));
+  // A cpu this process may not use: refused before anything starts, naming the option, the cpu
+  // and the cpus it may use.
+  const std::string replay = program("TICKRAIL_REPLAY", "apps/replay/tickrail-replay");
+  const auto g = tickrail::test::run_program({replay, "--count", "1", "--housekeeping-cpus", "0,4000"},
+                                             (std::filesystem::temp_directory_path() /
+                                              ("tickrail-hk-range-" + std::to_string(getpid()) + ".log"))
+                                                 .string());
+  CHECK(g.status == 2);
+  CHECK_THAT(g.output, Catch::Contains("tickrail-replay: error: --housekeeping-cpus: '0,4000': cpu 4000") &&
+                           Catch::Contains(tickrail::format_cpu_list(tickrail::process_cpus())));
+  CHECK_THAT(g.output, !Catch::Contains("publisher:"));  // no publisher was created
 }
