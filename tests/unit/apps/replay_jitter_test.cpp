@@ -398,3 +398,29 @@ TEST_CASE("aBadHousekeepingCpusFlagIsAUsageError", "[e2e][threads]") {
                            Catch::Contains(tickrail::format_cpu_list(tickrail::process_cpus())));
   CHECK_THAT(g.output, !Catch::Contains("publisher:"));  // no publisher was created
 }
+
+// A process that may use one cpu only (taskset, a cgroup): its background threads share the hot
+// thread's cpu; the program runs to the end and says so once.
+TEST_CASE("aProcessWithOneCpuRunsAndWarnsThatItsThreadsShareIt", "[e2e][threads]") {
+  const std::string taskset = "/usr/bin/taskset";
+  if (!std::filesystem::exists(taskset)) {
+    WARN("needs " << taskset);
+    return;
+  }
+  const std::string replay = program("TICKRAIL_REPLAY", "apps/replay/tickrail-replay");
+  const std::string base = (std::filesystem::temp_directory_path() /
+                            ("tickrail-one-cpu-" + std::to_string(getpid())))
+                               .string();
+  const std::string cpu = std::to_string(tickrail::process_cpus().front());
+  std::vector<std::string> args = {taskset, "-c", cpu, replay, "--cpu", cpu, "--count", "100",
+                                   "--rate", "10000", "--wait-subscribers", "0", "--quiet",
+                                   "--channel", "one-cpu-" + std::to_string(getpid())};
+  const std::vector<std::string> config = transport_args(base);
+  args.insert(args.begin() + 4, config.begin(), config.end());
+  const auto f = tickrail::test::run_program(args, base + ".log");
+  std::error_code ec;
+  std::filesystem::remove(base + ".toml", ec);
+  INFO(f.output);
+  CHECK(f.status == 0);
+  CHECK_THAT(f.output, Catch::Contains("may use no other cpu: background threads share it"));
+}
