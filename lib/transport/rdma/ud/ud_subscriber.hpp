@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tickrail/memory.hpp"
+#include "core/silence.hpp"
 #include "transport/rdma/cm.hpp"
 #include "transport/rdma/ud/datagram.hpp"
 #include "transport/rdma/ud/multicast.hpp"
@@ -131,6 +132,7 @@ class UdSubscriber final : public detail::SubscriberTransport {
     std::uint64_t read_errors = 0;
     std::uint64_t hook_dropped = 0;
     std::atomic<std::uint64_t> last_heard{0};  // clock cycles of the last datagram of our session
+    SilenceWatch silence;                       // state()'s, over last_heard
     std::atomic<bool> ended{false};             // the publisher sent its end datagram
   };
 
