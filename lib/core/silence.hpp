@@ -1,9 +1,10 @@
 // Whether a peer that speaks now and then (heartbeats, ticks) has gone silent, counted while
 // we look. A look that comes more than the limit after the one before means this process, or
 // the whole host, was stopped (SIGSTOP, a paused or starved VM), and the peer perhaps with it:
-// it then gets a grace from that look to be heard again, once per silence, before it is
-// called silent. An app that looks less often than the limit still learns of a silent peer,
-// on its second look.
+// it then gets a grace from that look to be heard again before it is called silent. The grace
+// is earned again by hearing the peer or by an ordinary look (not after a stop, peer within
+// the limit): an app that looks less often than the limit still learns of a silent peer, on
+// its second look.
 #pragma once
 
 #include <cstdint>
@@ -25,14 +26,16 @@ class SilenceWatch {
       heard_ = heard_at;
       graced_ = false;
     }
+    const bool within = now <= heard_ || now - heard_ <= limit_;
+    if (!away && within) graced_ = false;  // an ordinary look: a later stop earns a grace again
     if (away && !graced_) {
       graced_ = true;
       grace_until_ = now + grace_;
     }
     if (graced_ && now <= grace_until_) return false;
-    const bool silent = now > heard_ && now - heard_ > limit_;
-    if (silent) graced_ = true;  // a verdict stands until the peer is heard again
-    return silent;
+    if (within) return false;
+    graced_ = true;  // a verdict stands until the peer is heard again
+    return true;
   }
 
   // How long the peer has been silent, as of the last look.

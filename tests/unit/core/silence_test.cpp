@@ -64,3 +64,16 @@ TEST_CASE("theGraceNeverExceedsTheLimitAndAClockGoingBackIsNoStop") {
   CHECK_FALSE(b.silent(kStart, kStart + 500));
   CHECK(b.silent(kStart, kStart + kLimit + 1));
 }
+
+TEST_CASE("aStopSoonAfterAGraceStillGetsAGraceOnceWeLookedAsUsual") {
+  // The first look comes long after the start (the app polled, did not ask): that takes the
+  // grace. Ordinary looks follow, the peer not heard but within the limit; then a real stop.
+  SilenceWatch w(kLimit, kGrace, kStart);
+  const std::uint64_t first = kStart + 60'000;
+  CHECK_FALSE(w.silent(first - 20, first));
+  CHECK_FALSE(w.silent(first - 20, first + 10));
+  CHECK_FALSE(w.silent(first - 20, first + 20));
+  const std::uint64_t back = first + 20 + 2000;
+  CHECK_FALSE(w.silent(first - 20, back));
+  CHECK(w.silent(first - 20, back + kGrace + 1));
+}
