@@ -38,11 +38,6 @@ class SilenceWatch {
     return true;
   }
 
-  // How long the peer has been silent, as of the last look.
-  [[nodiscard]] std::uint64_t silent_for() const noexcept {
-    return last_look_ > heard_ ? last_look_ - heard_ : 0;
-  }
-
  private:
   std::uint64_t limit_ = 0;
   std::uint64_t grace_ = 0;

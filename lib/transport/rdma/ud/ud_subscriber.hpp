@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "tickrail/memory.hpp"
 #include "core/silence.hpp"
+#include "tickrail/memory.hpp"
 #include "transport/rdma/cm.hpp"
 #include "transport/rdma/ud/datagram.hpp"
 #include "transport/rdma/ud/multicast.hpp"
