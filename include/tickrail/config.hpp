@@ -111,7 +111,8 @@ struct TICKRAIL_API SubscriberConfig {
   // Wait this long for the channel to appear: shm, its publisher's socket; rc, a listener at
   // rdma.address and port.
   std::chrono::milliseconds attach_timeout{0};
-  std::chrono::milliseconds publisher_timeout{1000};  // silence after which the publisher is gone
+  // Silence after which the publisher is gone, counted while the app looks (README).
+  std::chrono::milliseconds publisher_timeout{1000};
   std::uint32_t ring_capacity = 0;  // 0: accept the channel's; else must match it
   bool lock_memory = false;
   IdleKind idle = IdleKind::backoff;  // how wait_active() idles between looks

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """A UD publisher killed with SIGKILL (no end-of-stream datagram, no goodbye): its subscriber,
 having received everything, must report the publisher gone once the heartbeats stop for its
-publisher_timeout, with the reason in words.
+publisher_timeout, with the reason in words. Before that, both are stopped for longer than the
+timeout, as a paused VM would be, and the subscriber resumed first: that is no silence of the
+publisher's, and the subscriber must still be there after both run again.
 
   ud_publisher_gone_test.py UD_PEER [--timeout S]
 """
 import argparse
 import os
+import signal
 import sys
 import time
 
@@ -32,6 +35,16 @@ def main() -> int:
                                  "--count", count, "--wait-subscribers", 1, "--heartbeat-ms", 50,
                                  "--hold", "--linger-ms", int(args.timeout * 1000)])
         sub.wait_line(r"subscriber: delivered", max(1.0, deadline - time.monotonic()))
+        pub.p.send_signal(signal.SIGSTOP)
+        sub.p.send_signal(signal.SIGSTOP)
+        time.sleep(2.0)
+        sub.p.send_signal(signal.SIGCONT)
+        time.sleep(0.1)
+        pub.p.send_signal(signal.SIGCONT)
+        time.sleep(1.5)  # three of its timeouts, heartbeats flowing again
+        if sub.p.poll() is not None:
+            raise RuntimeError("after a stop of both, the subscriber took the publisher for gone:\n"
+                               + sub.output())
         pub.kill()  # SIGKILL: the heartbeats just stop
         t_kill = time.monotonic()
         code = sub.wait(deadline - time.monotonic())

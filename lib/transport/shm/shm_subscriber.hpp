@@ -1,6 +1,7 @@
 // Shared-memory subscriber: claims an entry of the channel, then reads its ring inline.
 #pragma once
 
+#include "core/silence.hpp"
 #include "transport/shm/segment.hpp"
 #include "transport/transport.hpp"
 
@@ -52,6 +53,10 @@ class ShmSubscriber final : public detail::SubscriberTransport {
   bool started_ = false;
   bool closed_ = false;
   std::uint64_t publisher_timeout_ns_ = 0;
+  // Liveness: the conductor's stamp is the publisher's word, used only as "it changed".
+  mutable std::uint64_t last_beat_ = 0;
+  mutable std::uint64_t beat_changed_at_ = 0;  // our CLOCK_MONOTONIC, ns
+  mutable SilenceWatch silence_;
 };
 
 }  // namespace tickrail::shm

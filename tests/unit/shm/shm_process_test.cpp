@@ -131,3 +131,35 @@ TEST_CASE("killedPublisherIsReportedWithinTheTimeoutAndDeliveredTicksStay") {
   pc.channel = ch;
   Publisher again(pc);
 }
+
+TEST_CASE("aHostThatWasStoppedDoesNotMakeItsPublisherLookDead") {
+  // As when a VM is paused: the publisher stops, and so do we (we do not look) for longer than
+  // publisher_timeout. Our first look after that is no verdict; the publisher, resumed, is heard.
+  const auto ch = unique_channel("stopped-host");
+  Peer peer({"pub", ch});
+  SubscriberConfig sc;
+  sc.channel = ch;
+  sc.publisher_timeout = 200ms;
+  Subscriber sub(sc);
+  REQUIRE(sub.wait_active(5s));
+  std::uint64_t received = 0;
+  REQUIRE(eventually([&] {
+    received += sub.poll([](const Tick&) {});
+    return received >= 3;
+  }));
+  REQUIRE(::kill(peer.pid, SIGSTOP) == 0);
+  std::this_thread::sleep_for(1s);
+  CHECK(sub.state() == SubscriberState::active);
+  REQUIRE(::kill(peer.pid, SIGCONT) == 0);
+  const std::uint64_t before = received;
+  CHECK(eventually([&] {
+    received += sub.poll([](const Tick&) {});
+    return received > before + 3 && sub.state() == SubscriberState::active;
+  }, 5s));
+
+  // Stopped while we look: silent after the timeout, as before.
+  REQUIRE(::kill(peer.pid, SIGSTOP) == 0);
+  CHECK(eventually([&] { return sub.state() == SubscriberState::publisher_gone; }, 5s));
+  CHECK_THAT(sub.reason(), Catch::Contains("silent"));
+  ::kill(peer.pid, SIGCONT);
+}

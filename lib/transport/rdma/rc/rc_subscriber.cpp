@@ -71,8 +71,8 @@ RcSubscriber::RcSubscriber(const SubscriberConfig& config, const detail::Placeme
     credit_due_ = first_seq_ + credit_every_;
   }
   last_beat_ = load_word(control_->heartbeat.beat);
-  last_look_ = Clock::now();
-  gone_at_ = last_look_ + silence_cycles_;
+  beat_changed_at_ = Clock::now();
+  silence_ = SilenceWatch(silence_cycles_, grace_cycles_, beat_changed_at_);
   cm_thread_ = detail::start_thread("tr-rc-cm", placement, [this](std::stop_token s) { cm_loop(s); });
   logger()->info("subscriber: {} on {}: {} slots, policy {}, {}{}; first tick {}", where_,
                  rdma::device_name(conn_->id->verbs()), capacity_, to_string(config_.policy),
@@ -278,10 +278,10 @@ void RcSubscriber::handshake(Connection& c, std::uint64_t capacity, const Overri
     first_seq_ = reply->first_seq;
     credit_addr_ = reply->credit_addr;
     credit_rkey_ = reply->credit_rkey;
-    // A peer's number: clamped, so that the grace after a stop stays within the limit.
-    grace_cycles_ = std::min(silence_cycles_,
-                             ms_to_cycles(std::chrono::milliseconds(
-                                 3 * std::min<std::uint64_t>(reply->heartbeat_ms, 60'000))));
+    // After a stop, three of the publisher's heartbeats (a peer's number: SilenceWatch clamps
+    // the grace to our own limit).
+    grace_cycles_ = ms_to_cycles(
+        std::chrono::milliseconds(3 * std::min<std::uint64_t>(reply->heartbeat_ms, 60'000)));
   } catch (const Error& e) {
     if (std::string_view(e.what()).starts_with(what)) throw;
     throw Error(e.code(), what + ": " + e.what());
@@ -319,20 +319,11 @@ SubscriberState RcSubscriber::state() const noexcept {
   if (loss_.load(std::memory_order_acquire) != 0) return SubscriberState::publisher_gone;
   const std::uint64_t beat = load_word(control_->heartbeat.beat);
   const std::uint64_t now = Clock::now();
-  const bool away = now - last_look_ > silence_cycles_;
-  last_look_ = now;
   if (beat != last_beat_) {
     last_beat_ = beat;
-    gone_at_ = now + silence_cycles_;
-    grace_given_ = false;
-  } else if (away && !grace_given_) {
-    // Nobody looked for longer than the limit: this process, or the whole host, was stopped
-    // (SIGSTOP, a VM paused or starved), and the publisher with it, perhaps. Its silence
-    // counts from now, for a few heartbeats; a second such look finds it gone.
-    gone_at_ = now + grace_cycles_;
-    grace_given_ = true;
+    beat_changed_at_ = now;
   }
-  if (now > gone_at_) return SubscriberState::publisher_gone;
+  if (silence_.silent(beat_changed_at_, now)) return SubscriberState::publisher_gone;
   return SubscriberState::active;
 }
 

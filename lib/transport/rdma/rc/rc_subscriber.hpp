@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/silence.hpp"
 #include "tickrail/memory.hpp"
 #include "transport/rdma/cm.hpp"
 #include "transport/rdma/rc/protocol.hpp"
@@ -138,9 +139,8 @@ class RcSubscriber final : public detail::SubscriberTransport {
   // Liveness (state() is const and cheap: it remembers when the heartbeat last changed).
   // Clock cycles throughout.
   mutable std::uint64_t last_beat_ = 0;
-  mutable std::uint64_t gone_at_ = 0;    // silent from here on: the publisher is gone
-  mutable std::uint64_t last_look_ = 0;  // the previous state()
-  mutable bool grace_given_ = false;     // once per silence: see state()
+  mutable std::uint64_t beat_changed_at_ = 0;
+  mutable SilenceWatch silence_;
   std::uint64_t silence_cycles_ = 0;
   std::uint64_t grace_cycles_ = 0;
   std::atomic<std::uint32_t> loss_{0};  // PeerLoss, from the CM thread or a failed post/poll

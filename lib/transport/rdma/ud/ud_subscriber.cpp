@@ -52,6 +52,10 @@ UdSubscriber::UdSubscriber(const SubscriberConfig& config, const detail::Placeme
 
   publisher_timeout_cycles_ = clock.ns_to_cycles(static_cast<double>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(config_.publisher_timeout).count()));
+  // After a stop, three heartbeat intervals (ours: the publisher's is not told).
+  const std::uint64_t grace = clock.ns_to_cycles(3e6 * static_cast<double>(
+      std::min<std::int64_t>(config_.rdma.heartbeat_interval.count(), 60'000)));
+  for (auto& g : groups_) g->silence = SilenceWatch(publisher_timeout_cycles_, grace, Clock::now());
   retry_cycles_ = clock.ns_to_cycles(1e9);
   conductor_ = detail::start_thread("tr-ud-cond", placement, [this](std::stop_token st) { conductor_loop(st); });
 
@@ -286,7 +290,7 @@ SubscriberState UdSubscriber::state() const noexcept {
     const std::uint64_t last = g->last_heard.load(std::memory_order_relaxed);
     if (last == 0) {
       all_heard = false;
-    } else if (now > last && now - last > publisher_timeout_cycles_) {
+    } else if (g->silence.silent(last, now)) {
       return SubscriberState::publisher_gone;
     }
   }

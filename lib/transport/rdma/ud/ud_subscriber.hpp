@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/silence.hpp"
 #include "tickrail/memory.hpp"
 #include "transport/rdma/cm.hpp"
 #include "transport/rdma/ud/datagram.hpp"
@@ -132,6 +133,7 @@ class UdSubscriber final : public detail::SubscriberTransport {
     std::uint64_t read_errors = 0;
     std::uint64_t hook_dropped = 0;
     std::atomic<std::uint64_t> last_heard{0};  // clock cycles of the last datagram of our session
+    SilenceWatch silence;                       // state()'s, over last_heard
     std::atomic<bool> ended{false};             // the publisher sent its end datagram
   };
 
