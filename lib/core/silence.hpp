@@ -14,9 +14,19 @@ namespace tickrail {
 class SilenceWatch {
  public:
   SilenceWatch() = default;
-  // All in one clock's units; `grace` is clamped to `limit`.
-  SilenceWatch(std::uint64_t limit, std::uint64_t grace, std::uint64_t now) noexcept
-      : limit_(limit), grace_(grace < limit ? grace : limit), last_look_(now), heard_(now) {}
+  // All in one clock's units; `grace` is clamped to `limit`. `word`: see silent_word().
+  SilenceWatch(std::uint64_t limit, std::uint64_t grace, std::uint64_t now,
+               std::uint64_t word = 0) noexcept
+      : limit_(limit), grace_(grace < limit ? grace : limit), last_look_(now), heard_(now),
+        word_(word) {}
+
+  // For a peer that shows life by changing a word it writes (a heartbeat count or stamp): heard
+  // when the word differs from the last look's. Its value means nothing else.
+  [[nodiscard]] bool silent_word(std::uint64_t word, std::uint64_t now) noexcept {
+    if (word == word_) return silent(heard_, now);
+    word_ = word;
+    return silent(now, now);
+  }
 
   // heard_at: when the peer was last heard (0: not yet, counted from construction).
   [[nodiscard]] bool silent(std::uint64_t heard_at, std::uint64_t now) noexcept {
@@ -44,6 +54,7 @@ class SilenceWatch {
   std::uint64_t last_look_ = 0;
   std::uint64_t heard_ = 0;
   std::uint64_t grace_until_ = 0;
+  std::uint64_t word_ = 0;
   bool graced_ = false;
 };
 

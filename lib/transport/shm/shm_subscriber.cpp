@@ -89,11 +89,10 @@ void ShmSubscriber::handshake(const std::string& what) {
   control_ = map_received(fds[2].get(), control_bytes(), true, what + ": control line");
   status_line_ = static_cast<const Status*>(status_.get());
   control_line_ = static_cast<Control*>(control_.get());
-  last_beat_ = status_line_->heartbeat_ns.load(std::memory_order_acquire);
-  beat_changed_at_ = monotonic_ns();
   // After a stop, 100 ms for the publisher's conductor to beat again (every conductor_period,
   // 5 ms by default; the publisher does not tell its own).
-  silence_ = SilenceWatch(publisher_timeout_ns_, 100'000'000, beat_changed_at_);
+  silence_ = SilenceWatch(publisher_timeout_ns_, 100'000'000, monotonic_ns(),
+                          status_line_->heartbeat_ns.load(std::memory_order_acquire));
 }
 
 ShmSubscriber::~ShmSubscriber() { close(); }
@@ -116,12 +115,7 @@ SubscriberState ShmSubscriber::state() const noexcept {
   if (s == st(ControlState::evicted)) return SubscriberState::evicted;
   if (status_line_->closed.load(std::memory_order_acquire) != 0) return SubscriberState::publisher_gone;
   const std::uint64_t beat = status_line_->heartbeat_ns.load(std::memory_order_acquire);
-  const std::uint64_t now = monotonic_ns();
-  if (beat != last_beat_) {
-    last_beat_ = beat;
-    beat_changed_at_ = now;
-  }
-  if (silence_.silent(beat_changed_at_, now)) return SubscriberState::publisher_gone;
+  if (silence_.silent_word(beat, monotonic_ns())) return SubscriberState::publisher_gone;
   if (s == st(ControlState::requested)) return SubscriberState::connecting;
   if (s == st(ControlState::active)) return SubscriberState::active;
   return SubscriberState::closed;

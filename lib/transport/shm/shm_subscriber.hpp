@@ -53,9 +53,7 @@ class ShmSubscriber final : public detail::SubscriberTransport {
   bool started_ = false;
   bool closed_ = false;
   std::uint64_t publisher_timeout_ns_ = 0;
-  // Liveness: the conductor's stamp is the publisher's word, used only as "it changed".
-  mutable std::uint64_t last_beat_ = 0;
-  mutable std::uint64_t beat_changed_at_ = 0;  // our CLOCK_MONOTONIC, ns
+  // Liveness over the conductor's stamp, used only as "it changed" (our CLOCK_MONOTONIC, ns).
   mutable SilenceWatch silence_;
 };
 

@@ -76,3 +76,12 @@ TEST_CASE("aStopSoonAfterAGraceStillGetsAGraceOnceWeLookedAsUsual") {
   CHECK_FALSE(w.silent(first - 20, back));
   CHECK(w.silent(first - 20, back + kGrace + 1));
 }
+
+TEST_CASE("aWordThatChangesIsAPeerHeardWhateverItsValue") {
+  SilenceWatch w(kLimit, kGrace, kStart, 7);
+  CHECK_FALSE(w.silent_word(7, kStart + 500));
+  CHECK_FALSE(w.silent_word(3, kStart + 900));        // changed (even backwards): heard at 900
+  CHECK_FALSE(w.silent_word(3, kStart + 1800));
+  CHECK(w.silent_word(3, kStart + 1901));
+  CHECK_FALSE(w.silent_word(~0ULL, kStart + 1910));   // a garbage value is only a change
+}

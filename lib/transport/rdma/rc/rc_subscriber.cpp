@@ -70,9 +70,8 @@ RcSubscriber::RcSubscriber(const SubscriberConfig& config, const detail::Placeme
     limit_ = first_seq_ - 1;
     credit_due_ = first_seq_ + credit_every_;
   }
-  last_beat_ = load_word(control_->heartbeat.beat);
-  beat_changed_at_ = Clock::now();
-  silence_ = SilenceWatch(silence_cycles_, grace_cycles_, beat_changed_at_);
+  silence_ = SilenceWatch(silence_cycles_, grace_cycles_, Clock::now(),
+                          load_word(control_->heartbeat.beat));
   cm_thread_ = detail::start_thread("tr-rc-cm", placement, [this](std::stop_token s) { cm_loop(s); });
   logger()->info("subscriber: {} on {}: {} slots, policy {}, {}{}; first tick {}", where_,
                  rdma::device_name(conn_->id->verbs()), capacity_, to_string(config_.policy),
@@ -317,13 +316,9 @@ SubscriberState RcSubscriber::state() const noexcept {
   if (notice == Notice::evicted) return SubscriberState::evicted;
   if (notice == Notice::closed) return SubscriberState::publisher_gone;
   if (loss_.load(std::memory_order_acquire) != 0) return SubscriberState::publisher_gone;
-  const std::uint64_t beat = load_word(control_->heartbeat.beat);
-  const std::uint64_t now = Clock::now();
-  if (beat != last_beat_) {
-    last_beat_ = beat;
-    beat_changed_at_ = now;
+  if (silence_.silent_word(load_word(control_->heartbeat.beat), Clock::now())) {
+    return SubscriberState::publisher_gone;
   }
-  if (silence_.silent(beat_changed_at_, now)) return SubscriberState::publisher_gone;
   return SubscriberState::active;
 }
 

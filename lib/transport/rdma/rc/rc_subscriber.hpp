@@ -138,8 +138,6 @@ class RcSubscriber final : public detail::SubscriberTransport {
 
   // Liveness (state() is const and cheap: it remembers when the heartbeat last changed).
   // Clock cycles throughout.
-  mutable std::uint64_t last_beat_ = 0;
-  mutable std::uint64_t beat_changed_at_ = 0;
   mutable SilenceWatch silence_;
   std::uint64_t silence_cycles_ = 0;
   std::uint64_t grace_cycles_ = 0;
