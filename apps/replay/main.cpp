@@ -104,10 +104,14 @@ void pin_if_asked(const cli::Cli& cli, const replay::Options& o) {
 void wait_for_subscribers(const cli::Cli& cli, const replay::Options& o, Publisher& pub) {
   if (o.wait_subscribers == 0) return;
   const std::uint32_t have = pub.wait_subscribers(o.wait_subscribers, o.wait_timeout, &cli::stop_flag());
-  if (have < o.wait_subscribers) {
-    cli.note("warning: " + std::to_string(have) + " of " + std::to_string(o.wait_subscribers) +
-         " subscribers after " + std::to_string(o.wait_timeout.count()) + " ms; starting anyway");
+  if (have >= o.wait_subscribers) return;
+  const std::string count = std::to_string(have) + " of " + std::to_string(o.wait_subscribers);
+  if (cli::stop_flag().load(std::memory_order_relaxed)) {
+    cli.note("interrupted while waiting for subscribers (" + count + ")");
+    return;
   }
+  cli.note("warning: " + count + " subscribers after " + std::to_string(o.wait_timeout.count()) +
+           " ms; starting anyway");
 }
 
 // The progress line on a terminal; into a pipe or a log, one line when a long gap in the feed

@@ -278,6 +278,16 @@ std::string publisher_thread() {
   return k == "rc" ? "tr-rc-cm" : k == "ud" ? "tr-ud-recov" : "tr-shm-cond";
 }
 
+// The subscriber's background thread of the transport under test, once it is connected (shm:
+// none of its own).
+std::vector<std::string> subscriber_threads() {
+  const char* t = std::getenv("TICKRAIL_E2E_TRANSPORT");
+  const std::string k = t != nullptr ? t : "";
+  if (k == "rc") return {"tr-log", "tr-rc-cm"};
+  if (k == "ud") return {"tr-log", "tr-ud-cond"};
+  return {"tr-log"};
+}
+
 // replay and jitter streaming to each other with extra arguments, their threads read from /proc
 // while they run; then both stopped with SIGINT.
 Census census(const std::string& tag, const std::vector<std::string>& r_extra,
@@ -313,7 +323,7 @@ Census census(const std::string& tag, const std::vector<std::string>& r_extra,
   {
     INFO("replay log:\n" << slurp(base + "-replay.log") << "\njitter log:\n" << slurp(base + "-jitter.log"));
     c.replay = settled_threads(r, c.replay_main, {publisher_thread(), "tr-stats", "tr-log"});
-    c.jitter = settled_threads(j, c.jitter_main, {"tr-log"});
+    c.jitter = settled_threads(j, c.jitter_main, subscriber_threads());
   }
   for (pid_t p : {r, j}) {
     CHECK(tickrail::test::wait_catching(p, SIGINT, std::chrono::seconds(30)));
