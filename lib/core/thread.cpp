@@ -1,6 +1,8 @@
 #include "core/thread.hpp"
 
 #include <sched.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -219,6 +221,22 @@ bool Placement::apply(pthread_t thread, int& err) const noexcept {
   }
   err = pthread_setaffinity_np(thread, sizeof set, &set);
   return err == 0;
+}
+
+StopSignal::StopSignal(const std::stop_token& stop)
+    : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  on_stop_.emplace(stop, Notify{fd_});
+}
+
+StopSignal::~StopSignal() {
+  on_stop_.reset();  // waits for a callback running on the stopping thread
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void StopSignal::Notify::operator()() const noexcept {
+  if (fd < 0) return;
+  const std::uint64_t one = 1;
+  (void)!::write(fd, &one, sizeof one);  // a full counter is still readable
 }
 
 void name_current_thread(const char* name) noexcept {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -80,6 +81,27 @@ class HotCpus {
 // `where`; returns once the thread is named and placed, before the body runs.
 [[nodiscard]] std::jthread start_thread(const char* name, const Placement& where,
                                         std::function<void(std::stop_token)> body);
+
+// A file descriptor that becomes readable once `stop` is requested: a background thread polls it
+// beside its own, so that it can wait for its events without a period (no wake-ups while there is
+// nothing to do) and still stop at once. fd() is -1 when no eventfd could be made: poll() then
+// ignores it, and the thread's own bound on its wait is how soon it sees the stop.
+class StopSignal {
+ public:
+  explicit StopSignal(const std::stop_token& stop);
+  ~StopSignal();
+  StopSignal(const StopSignal&) = delete;
+  StopSignal& operator=(const StopSignal&) = delete;
+  [[nodiscard]] int fd() const noexcept { return fd_; }
+
+ private:
+  struct Notify {
+    int fd;
+    void operator()() const noexcept;
+  };
+  int fd_;
+  std::optional<std::stop_callback<Notify>> on_stop_;  // gone before fd_ is closed
+};
 
 // Names the calling thread (at most 15 characters; longer names are cut).
 void name_current_thread(const char* name) noexcept;

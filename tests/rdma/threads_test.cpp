@@ -14,10 +14,12 @@
 
 #include "../thread_census.hpp"
 #include "rc_test_util.hpp"
+#include "core/stats.hpp"
 #include "rig_env.hpp"
 #include "tickrail/affinity.hpp"
 #include "tickrail/publisher.hpp"
 #include "tickrail/subscriber.hpp"
+#include "tickrail/tools/stats_reader.hpp"
 #include "ud_support.hpp"
 
 using namespace tickrail;
@@ -148,4 +150,60 @@ TEST_CASE("udHousekeepingCpusPutsTheSubscribersConductorThere", "[threads]") {
     CHECK(t.cpus == std::vector<int>{1});
   }
   CHECK(seen);
+}
+
+namespace {
+// This process's background wake-ups so far: the publisher's and the subscriber's.
+std::pair<std::uint64_t, std::uint64_t> wakeups() {
+  std::pair<std::uint64_t, std::uint64_t> w{0, 0};
+  for (const stats::BlockSnapshot& b : stats::read_stat_file(stats::current_stat_path()).blocks) {
+    if (b.kind == stats::BlockKind::publisher) w.first += b.get(stats::PubCounter::background_wakeups);
+    if (b.kind == stats::BlockKind::subscriber) w.second += b.get(stats::SubCounter::background_wakeups);
+  }
+  return w;
+}
+}  // namespace
+
+// A connection that is up and idle gives both CM threads nothing to do: they sleep until an
+// rdma_cm event, waking at most once a second, not every few milliseconds beside the polling
+// threads. Counted, not timed: a slower machine can only wake them less.
+TEST_CASE("anRcConnectionThatIsUpDoesNotWakeItsCmThreads", "[threads]") {
+  const std::string dev = rt::device();
+  PublisherConfig pc;
+  pc.transport = TransportKind::rc;
+  pc.channel = "rc-quiet";
+  pc.ring_capacity = 64;
+  pc.rdma.device = dev;
+  pc.rdma.address = rt::address(dev);
+  pc.rdma.port = 7465;
+  SubscriberConfig sc;
+  sc.transport = TransportKind::rc;
+  sc.channel = pc.channel;
+  sc.rdma = pc.rdma;
+  Publisher pub(pc);
+  auto sub = rc_test::construct_serving(pub, [&] { return std::make_unique<Subscriber>(sc); });
+  REQUIRE(sub != nullptr);
+  // One tick through: the data path has taken the connection (active).
+  Tick t{};
+  std::uint64_t got = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  bool sent = false;
+  while (got == 0 && std::chrono::steady_clock::now() < deadline) {
+    sent = sent || pub.publish(t).ok();
+    pub.service();
+    got += sub->poll([](const Tick&) {}, 16);
+  }
+  REQUIRE(got == 1);
+  std::this_thread::sleep_for(200ms);  // the CM thread's last short waits run out
+  const auto before = wakeups();
+  std::this_thread::sleep_for(3s);
+  const auto after = wakeups();
+  INFO("publisher's CM thread: " << after.first - before.first << " wake-ups in 3 s; subscriber's: "
+                                 << after.second - before.second);
+  // The counters are read: each thread has woken at least once (its bounded wait).
+  CHECK(after.first >= 1);
+  CHECK(after.second >= 1);
+  CHECK(after.first - before.first <= 6);  // every 5 ms before: about 600
+  CHECK(after.second - before.second <= 6);  // every 50 ms before: about 60
+  CHECK(sub->state() == SubscriberState::active);
 }

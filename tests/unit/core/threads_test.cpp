@@ -3,6 +3,7 @@
 // as an operator would; their wake-ups in the live counters; a bad housekeeping_cpus refused.
 #include <catch2/catch.hpp>
 
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
@@ -289,4 +290,20 @@ TEST_CASE("wakeUpCountsLiveOffTheHotCountersLines", "[threads]") {
   STATIC_REQUIRE(static_cast<int>(stats::PubCounter::background_wakeups) == 6);
   STATIC_REQUIRE(static_cast<int>(stats::PubCounter::stats_wakeups) == 7);
   STATIC_REQUIRE(static_cast<int>(stats::SubCounter::background_wakeups) == 11);
+}
+
+// A background thread waits on it beside its own fds, with no period: a stop must wake it.
+TEST_CASE("aStopSignalIsReadableOnceAStopIsRequested", "[threads]") {
+  std::stop_source source;
+  const detail::StopSignal before(source.get_token());
+  REQUIRE(before.fd() >= 0);
+  pollfd p{before.fd(), POLLIN, 0};
+  CHECK(::poll(&p, 1, 0) == 0);
+  std::jthread stopper([&] { source.request_stop(); });
+  CHECK(::poll(&p, 1, 10'000) == 1);
+  stopper.join();
+  // A stop requested before the signal was made: readable at once.
+  const detail::StopSignal after(source.get_token());
+  pollfd q{after.fd(), POLLIN, 0};
+  CHECK(::poll(&q, 1, 0) == 1);
 }

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstring>
 
@@ -13,6 +14,7 @@
 #include "core/enum_names.hpp"
 #include "tickrail/error.hpp"
 #include "core/log.hpp"
+#include "core/thread.hpp"
 #include "transport/rdma/common/connection.hpp"
 #include "transport/rdma/verbs_error.hpp"
 
@@ -158,18 +160,10 @@ RcPublisher::~RcPublisher() { close(); }
 // --- CM thread ---
 
 void RcPublisher::cm_loop(std::stop_token stop) noexcept {
+  const detail::StopSignal stopped(stop);
   while (!stop.stop_requested()) {
-    bool busy = false;
-    for (const Link& l : links_) {
-      const auto s = static_cast<LinkState>(l.state.load(std::memory_order_acquire));
-      busy = busy || s == LinkState::joining || s == LinkState::reserved ||
-             s == LinkState::retired;
-    }
-    // Bounded waits: a stop request is seen within one period; while a connection is being
-    // set up or torn down, the data path's moves are picked up within a millisecond.
-    const auto period = busy ? std::chrono::milliseconds(1) : config_.conductor_period;
-    pollfd pfd{channel_.fd(), POLLIN, 0};
-    (void)::poll(&pfd, 1, static_cast<int>(period.count()));
+    std::array<pollfd, 2> fds{{{channel_.fd(), POLLIN, 0}, {stopped.fd(), POLLIN, 0}}};
+    (void)::poll(fds.data(), fds.size(), static_cast<int>(wait_period().count()));
     wakeups_.tick();
     try {
       while (auto ev = channel_.try_next()) on_event(std::move(*ev));
@@ -178,6 +172,33 @@ void RcPublisher::cm_loop(std::stop_token stop) noexcept {
     }
     check_links();
   }
+}
+
+// How long the CM thread may wait for an rdma_cm event before it looks at the links again. While
+// a connection is being set up or torn down, the data path's moves are picked up within a
+// millisecond, and a deadline or a data path that lets a leaving link go within a period. When
+// every link is free or serving, nothing is due but events: the thread then wakes up only for
+// those (a stop too), or after kIdleWait to pick up a link the data path retired on its own (an
+// eviction, a failed completion), so that it does not wake up beside busy-polling threads.
+std::chrono::milliseconds RcPublisher::wait_period() const noexcept {
+  bool pending = false;
+  for (const Link& l : links_) {
+    switch (static_cast<LinkState>(l.state.load(std::memory_order_acquire))) {
+      case LinkState::joining:
+      case LinkState::reserved:
+      case LinkState::retired:
+        return std::chrono::milliseconds(1);
+      case LinkState::claimed:
+      case LinkState::established:
+      case LinkState::leaving:
+        pending = true;
+        break;
+      case LinkState::free:
+      case LinkState::active:
+        break;
+    }
+  }
+  return pending ? config_.conductor_period : kIdleWait;
 }
 
 Link* RcPublisher::find(const rdma_cm_id* id) noexcept {

@@ -202,6 +202,9 @@ class RcPublisher final : public detail::PublisherTransport {
 
   // --- control plane (rc_publisher.cpp) ---
   void cm_loop(std::stop_token st) noexcept;
+  [[nodiscard]] std::chrono::milliseconds wait_period() const noexcept;
+  // The CM thread's longest wait while nothing is due but rdma_cm events.
+  static constexpr std::chrono::milliseconds kIdleWait{1000};
   void on_event(rdma::CmEvent ev);
   void on_connect_request(rdma::CmEvent ev);
   std::optional<RejectNote> refusal(const std::optional<ConnectRequest>& req, std::size_t size,

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <chrono>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "tickrail/clock.hpp"
 #include "tickrail/error.hpp"
 #include "core/log.hpp"
+#include "core/thread.hpp"
 #include "transport/rdma/common/connection.hpp"
 #include "transport/rdma/verbs_error.hpp"
 
@@ -288,10 +290,13 @@ void RcSubscriber::handshake(Connection& c, std::uint64_t capacity, const Overri
 }
 
 void RcSubscriber::cm_loop(std::stop_token stop) noexcept {
-  // The connection is up: the only events left are its end.
+  // The connection is up: the only events left are its end. Nothing is due between them, so the
+  // thread sleeps until one comes or a stop (bounded all the same): no wake-ups beside the
+  // polling thread.
+  const detail::StopSignal stopped(stop);
   while (!stop.stop_requested()) {
-    pollfd pfd{conn_->channel.fd(), POLLIN, 0};
-    (void)::poll(&pfd, 1, 50);
+    std::array<pollfd, 2> fds{{{conn_->channel.fd(), POLLIN, 0}, {stopped.fd(), POLLIN, 0}}};
+    (void)::poll(fds.data(), fds.size(), 1000);
     wakeups_.tick();
     try {
       while (auto ev = conn_->channel.try_next()) {
