@@ -13,8 +13,8 @@
 #   scripts/rig --no-build --command 'ROUNDS=5 bash rc_tail.sh'
 # With BASE set to another tickrail-jitter (a change's before, copied into the build dir, which
 # is all the guest sees besides the source tree), each round runs both, alternating which goes
-# first. Environment: ROUNDS (5), PIN (1), TRACE (0), OUT (rc-tail), JITTER
-# (apps/jitter/tickrail-jitter), BASE (unset).
+# first. MODES picks tickrail's polling modes (default "cq memory"). Environment: ROUNDS (5), PIN
+# (1), TRACE (0), OUT (rc-tail), JITTER (apps/jitter/tickrail-jitter), BASE (unset), MODES.
 set -u
 case "${1:-}" in
   -h | --help) sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
@@ -23,7 +23,7 @@ case "${1:-}" in
 esac
 A=$TICKRAIL_RDMA_ADDR D=$TICKRAIL_RDMA_DEV
 JITTER=${JITTER:-./apps/jitter/tickrail-jitter} OUT=${OUT:-rc-tail} PIN=${PIN:-1} TRACE=${TRACE:-0}
-BASE=${BASE:-}
+BASE=${BASE:-} MODES=${MODES:-cq memory}
 for b in "$JITTER" $BASE; do
   [ -x "$b" ] || { echo "rc_tail.sh: not an executable: $b" >&2; exit 2; }
 done
@@ -102,15 +102,24 @@ import json; j=json.load(open('$j'))
 print('round $2: tickrail$4 %-6s RTT/2: count %d timeouts %d min %.2f us p50 %.2f us p99 %.2f us p99.9 %.2f us max %.1f us' % ('$1', j['count'], j['timeouts'], j['min_ns']/1e3, j['p50_ns']/1e3, j['p99_ns']/1e3, j['p999_ns']/1e3, j['max_ns']/1e3))"
 }
 
+tickrails() {  # $1: round
+  for m in $MODES; do
+    if [ -z "$BASE" ]; then
+      tickrail "$m" "$1" "$JITTER" ""
+    elif [ $(($1 % 2)) -eq 1 ]; then
+      tickrail "$m" "$1" "$BASE" -base; tickrail "$m" "$1" "$JITTER" -new
+    else
+      tickrail "$m" "$1" "$JITTER" -new; tickrail "$m" "$1" "$BASE" -base
+    fi
+  done
+}
+
+# Odd rounds run perftest first, even rounds tickrail first: a guest that drifts within a round
+# favours neither.
 for r in $(seq 1 "${ROUNDS:-5}"); do
-  perftest ib_write_lat "$r"
-  perftest ib_send_lat "$r"
-  if [ -z "$BASE" ]; then
-    tickrail cq "$r" "$JITTER" ""
-    tickrail memory "$r" "$JITTER" ""
-  elif [ $((r % 2)) -eq 1 ]; then
-    for m in cq memory; do tickrail $m "$r" "$BASE" -base; tickrail $m "$r" "$JITTER" -new; done
+  if [ $((r % 2)) -eq 1 ]; then
+    perftest ib_write_lat "$r"; perftest ib_send_lat "$r"; tickrails "$r"
   else
-    for m in cq memory; do tickrail $m "$r" "$JITTER" -new; tickrail $m "$r" "$BASE" -base; done
+    tickrails "$r"; perftest ib_send_lat "$r"; perftest ib_write_lat "$r"
   fi
 done
