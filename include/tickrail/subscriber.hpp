@@ -108,6 +108,8 @@ class TICKRAIL_API Subscriber {
   std::unique_ptr<detail::SubscriberTransport> impl_;
   RingReader* ring_ = nullptr;  // owned by impl_ for ring transports
   std::uint64_t credit_due_ = ~std::uint64_t{0};  // next_seq at which to call return_credit
+  static constexpr std::uint32_t kIndirectEvery = 64;
+  std::uint32_t indirect_countdown_ = 1;  // poll_indirect: empty polls until the next store
   stats::PollProbe probe_;
 };
 
