@@ -262,6 +262,33 @@ TEST_CASE("disconnectPolicyEvictsAStoppedSubscriberAndTellsIt") {
   CHECK(pub.publish(buf).status == PublishStatus::no_subscribers);
 }
 
+// The data path frees an evicted subscriber's place without waking the CM thread, which sleeps up
+// to a second while nothing is due: a connection request in that second must still find the
+// place free, not a full house.
+TEST_CASE("theNextSubscriberTakesAnEvictedSubscribersPlaceAtOnce") {
+  PublisherConfig pc = pub_config();
+  pc.channel = "rc-place";
+  pc.max_subscribers = 1;
+  Publisher pub(pc);
+  auto first = connect<Subscriber>(pub, sub_config(pub, RcPolling::cq, SlowConsumerPolicy::disconnect));
+  std::vector<Tick> buf(32);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (pub.counters().evictions == 0 && std::chrono::steady_clock::now() < deadline) {
+    for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = payload(pub.next_sequence() + i);
+    (void)pub.publish(buf);
+    std::this_thread::sleep_for(1ms);
+  }
+  REQUIRE(pub.counters().evictions == 1);
+  // Retired by the data path: the place is the CM thread's to free.
+  REQUIRE(serve_until(pub, [&] {
+    const auto list = pub.subscribers();
+    return list.size() == 1 && list[0].state == "retired";
+  }));
+  auto second = connect<Subscriber>(pub, sub_config(pub, RcPolling::cq));
+  CHECK(second->state() == SubscriberState::active);
+  CHECK(pub.subscribers().size() == 1);
+}
+
 TEST_CASE("publisherCloseIsReportedAndSubscriberCloseFreesItsConnection") {
   Publisher pub(pub_config());
   auto a = connect<Subscriber>(pub, sub_config(pub, RcPolling::memory));

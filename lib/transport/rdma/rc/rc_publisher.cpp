@@ -163,8 +163,13 @@ void RcPublisher::cm_loop(std::stop_token stop) noexcept {
   const detail::StopSignal stopped(stop);
   while (!stop.stop_requested()) {
     std::array<pollfd, 2> fds{{{channel_.fd(), POLLIN, 0}, {stopped.fd(), POLLIN, 0}}};
-    (void)::poll(fds.data(), fds.size(), static_cast<int>(wait_period().count()));
+    // Without the stop signal (no eventfd), the period bounds how long close() waits.
+    const auto period = stopped.fd() >= 0 ? wait_period() : std::min(wait_period(), config_.conductor_period);
+    (void)::poll(fds.data(), fds.size(), static_cast<int>(period.count()));
     wakeups_.tick();
+    // Links first: one the data path retired while this thread slept is freed before a
+    // connection request that needs its place is taken for a full house.
+    check_links();
     try {
       while (auto ev = channel_.try_next()) on_event(std::move(*ev));
     } catch (const std::exception& e) {

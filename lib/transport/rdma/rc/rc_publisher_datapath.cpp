@@ -428,8 +428,10 @@ bool RcPublisher::post_notice(Active& a, Notice what) noexcept {
 }
 
 void RcPublisher::evict(Active& a, std::uint64_t now) noexcept {
-  // Tell it why before it is disconnected: the notice WRITE, signalled; the CM thread
-  // disconnects once it has completed (or after a second, if it never does).
+  // Tell it why before it is disconnected: the notice WRITE, signalled; once it has completed
+  // (or after a second, if it never does) the link is retired, and the CM thread disconnects it
+  // at its next look: within RcPublisher::kIdleWait, or at once when a connection request
+  // comes (no system call here to wake it).
   ++counters_.evictions;
   a.evicting = true;
   a.evict_deadline = now + Clock::instance().ns_to_cycles(1e9);

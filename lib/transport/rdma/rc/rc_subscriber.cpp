@@ -296,7 +296,7 @@ void RcSubscriber::cm_loop(std::stop_token stop) noexcept {
   const detail::StopSignal stopped(stop);
   while (!stop.stop_requested()) {
     std::array<pollfd, 2> fds{{{conn_->channel.fd(), POLLIN, 0}, {stopped.fd(), POLLIN, 0}}};
-    (void)::poll(fds.data(), fds.size(), 1000);
+    (void)::poll(fds.data(), fds.size(), stopped.fd() >= 0 ? 1000 : 50);
     wakeups_.tick();
     try {
       while (auto ev = conn_->channel.try_next()) {
