@@ -55,7 +55,9 @@ def analyse(path):
         elif event == "sched_switch":
             prev_pid, next_pid = int(field(rest, "prev_pid")), int(field(rest, "next_pid"))
             next_comm = re.search(r"next_comm=(.+?) next_pid", rest).group(1)
-            if cur is not None and not on_poller and owed[cpu]:
+            # The idle task on an owed cpu means the polling thread left it (exited, moved):
+            # not time taken from it.
+            if cur is not None and not on_poller and owed[cpu] and not cur[0].startswith("swapper"):
                 add(stolen["task " + cur[0]], t - cur[2])
             if prev_pid in pollers:  # preempted (R) rather than asleep: its cpu is owed
                 owed[cpu] = field(rest, "prev_state").startswith("R")
