@@ -8,6 +8,7 @@ waiting to run there, with counts and durations.
 """
 import collections
 import re
+import signal
 import sys
 
 LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+([\d.]+):\s+(\w+):\s*(.*)$")
@@ -82,6 +83,7 @@ def add(entry, us):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # into `head`: end quietly
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
         sys.exit(0 if len(sys.argv) > 1 else 2)
