@@ -2,6 +2,10 @@
 // and the cpus it may run on (Cpus_allowed_list of .../status).
 #pragma once
 
+#include <sched.h>
+
+#include <catch2/catch.hpp>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -65,5 +69,28 @@ inline std::string describe(const std::vector<ThreadSeen>& ts) {
 
 // The library's threads: every one is named "tr-...".
 inline bool is_tickrail(const ThreadSeen& t) { return t.name.rfind("tr-", 0) == 0; }
+
+// Whether this process may use cpus 0 and 1, which the placement tests pin to.
+inline bool two_cpus() {
+  const std::vector<int> cpus = process_cpus();
+  return cpus.size() >= 2 && cpus[0] == 0 && cpus[1] == 1;
+}
+
+// Pins the calling thread to one cpu for the scope, as a program's --cpu does; then gives its
+// mask back.
+class PinnedHere {
+ public:
+  explicit PinnedHere(int cpu) {
+    CPU_ZERO(&saved_);
+    REQUIRE(sched_getaffinity(0, sizeof saved_, &saved_) == 0);
+    REQUIRE(pin_current_thread(cpu).ok);
+  }
+  ~PinnedHere() { (void)sched_setaffinity(0, sizeof saved_, &saved_); }
+  PinnedHere(const PinnedHere&) = delete;
+  PinnedHere& operator=(const PinnedHere&) = delete;
+
+ private:
+  cpu_set_t saved_;
+};
 
 }  // namespace tickrail::test

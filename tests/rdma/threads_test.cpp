@@ -29,26 +29,7 @@ namespace rt = tickrail::rdma::test;
 
 namespace {
 
-// Pins the calling thread to `cpu` for the scope, as a program's --cpu does.
-class PinnedHere {
- public:
-  explicit PinnedHere(int cpu) {
-    CPU_ZERO(&saved_);
-    REQUIRE(sched_getaffinity(0, sizeof saved_, &saved_) == 0);
-    REQUIRE(pin_current_thread(cpu).ok);
-  }
-  ~PinnedHere() { (void)sched_setaffinity(0, sizeof saved_, &saved_); }
-  PinnedHere(const PinnedHere&) = delete;
-  PinnedHere& operator=(const PinnedHere&) = delete;
 
- private:
-  cpu_set_t saved_;
-};
-
-bool two_cpus() {
-  const std::vector<int> cpus = process_cpus();
-  return cpus.size() >= 2 && cpus[0] == 0 && cpus[1] == 1;
-}
 
 // Checks the process's threads once `wanted` are there and named (bounded): the wanted names
 // present, and no tickrail thread on cpu 0. Threads that are not tickrail's are reported.

@@ -32,22 +32,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-// Pins the calling thread to one cpu for the scope, as a program's --cpu does; then gives its
-// mask back.
-class PinnedHere {
- public:
-  explicit PinnedHere(int cpu) {
-    CPU_ZERO(&saved_);
-    REQUIRE(sched_getaffinity(0, sizeof saved_, &saved_) == 0);
-    REQUIRE(pin_current_thread(cpu).ok);
-  }
-  ~PinnedHere() { (void)sched_setaffinity(0, sizeof saved_, &saved_); }
-  PinnedHere(const PinnedHere&) = delete;
-  PinnedHere& operator=(const PinnedHere&) = delete;
-
- private:
-  cpu_set_t saved_;
-};
 
 std::string channel(const char* what) { return std::string("thr-") + what + "-" + std::to_string(::getpid()); }
 
@@ -108,10 +92,6 @@ std::vector<ThreadSeen> library_threads(const std::vector<std::string>& wanted) 
   return ours;
 }
 
-bool two_cpus() {
-  const std::vector<int> cpus = process_cpus();
-  return cpus.size() >= 2 && cpus[0] == 0 && cpus[1] == 1;
-}
 
 // The live counters of this process's block `kind` (the first one), read as tickrail-stat does.
 stats::BlockSnapshot block_of(stats::BlockKind kind) {
