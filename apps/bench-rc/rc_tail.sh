@@ -1,7 +1,9 @@
 #!/bin/bash
 # RTT/2 of perftest's ib_write_lat and ib_send_lat next to tickrail-jitter's RC ping-pong (CQ
 # polling and memory polling with split commit), in interleaved rounds in one guest: 64 bytes,
-# 5,000 round trips each (tickrail after 500 of warm-up). With PIN=1 (the default) every side
+# 5,000 round trips each (tickrail after 500 of warm-up). Beside them, rc-imm-lat (built beside
+# this script): the same ping-pong of RDMA WRITE WITH IMMEDIATE, tickrail's CQ-polling operation,
+# with no tickrail code on its path (perftest 4.5-0.17 has no such test). With PIN=1 (the default) every side
 # runs on a cpu of its own: the pinging side on cpu 0 and the echoing side on cpu 1, perftest's
 # client and server alike (taskset), tickrail's with --cpu, which keeps its background threads
 # off that cpu as far as the process can. With TRACE=1, the kernel's scheduler and interrupt
@@ -14,7 +16,8 @@
 # With BASE set to another tickrail-jitter (a change's before, copied into the build dir, which
 # is all the guest sees besides the source tree), each round runs both, alternating which goes
 # first. MODES picks tickrail's polling modes (default "cq memory"). Environment: ROUNDS (5), PIN
-# (1), TRACE (0), OUT (rc-tail), JITTER (apps/jitter/tickrail-jitter), BASE (unset), MODES.
+# (1), TRACE (0), OUT (rc-tail), JITTER (apps/jitter/tickrail-jitter), BASE (unset), MODES,
+# IMM (apps/bench-rc/rc-imm-lat).
 set -u
 case "${1:-}" in
   -h | --help) sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
@@ -23,8 +26,8 @@ case "${1:-}" in
 esac
 A=$TICKRAIL_RDMA_ADDR D=$TICKRAIL_RDMA_DEV
 JITTER=${JITTER:-./apps/jitter/tickrail-jitter} OUT=${OUT:-rc-tail} PIN=${PIN:-1} TRACE=${TRACE:-0}
-BASE=${BASE:-} MODES=${MODES:-cq memory}
-for b in "$JITTER" $BASE; do
+BASE=${BASE:-} MODES=${MODES:-cq memory} IMM=${IMM:-./apps/bench-rc/rc-imm-lat}
+for b in "$JITTER" $BASE "$IMM"; do
   [ -x "$b" ] || { echo "rc_tail.sh: not an executable: $b" >&2; exit 2; }
 done
 # Both sides read RDTSC, as perftest does (see pingpong_vs_perftest.sh).
@@ -74,6 +77,13 @@ perftest() {  # $1: ib_write_lat or ib_send_lat, $2: round
   echo "round $2: $1: $line"
 }
 
+imm() {  # $1: round
+  $ECHO "$IMM" -p 18600 -n 5000 -w 500 >/tmp/imm-srv.log 2>&1 &
+  sleep 1
+  echo "round $1: rc-imm-lat: $($PING "$IMM" -p 18600 -n 5000 -w 500 "$A" 2>&1 | tail -1)"
+  wait
+}
+
 n=0
 tickrail() {  # $1: cq or memory, $2: round, $3: the binary, $4: its label
   n=$((n + 1))
@@ -118,8 +128,8 @@ tickrails() {  # $1: round
 # favours neither.
 for r in $(seq 1 "${ROUNDS:-5}"); do
   if [ $((r % 2)) -eq 1 ]; then
-    perftest ib_write_lat "$r"; perftest ib_send_lat "$r"; tickrails "$r"
+    perftest ib_write_lat "$r"; perftest ib_send_lat "$r"; imm "$r"; tickrails "$r"
   else
-    tickrails "$r"; perftest ib_send_lat "$r"; perftest ib_write_lat "$r"
+    tickrails "$r"; imm "$r"; perftest ib_send_lat "$r"; perftest ib_write_lat "$r"
   fi
 done
