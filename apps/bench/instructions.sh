@@ -21,17 +21,32 @@ valgrind --tool=callgrind --callgrind-out-file="$out" --collect-atstart=no \
   --toggle-collect='*ipt_measured_loop*' "$bin" --ticks "$ticks" "$@" >/dev/null 2>"$out.log" ||
   { cat "$out.log" >&2; rm -f "$out.log"; exit 1; }
 rm -f "$out.log"
-callgrind_annotate --inclusive=yes "$out" 2>/dev/null | python3 -c "
+# callgrind_annotate lines: "  1,234 (12.3%)  file:function [object]"
+table() {  # $1: yes for inclusive counts, no for each function's own
+  callgrind_annotate --inclusive="$1" "$out" 2>/dev/null | python3 -c "
 import re, sys
-ticks = $ticks
+ticks, inclusive = $ticks, '$1' == 'yes'
 rows = []
 for line in sys.stdin:
     m = re.match(r'^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)$', line)
-    if m:
-        rows.append((int(m.group(1).replace(',', '')), m.group(2).strip()))
-total = next(ir for ir, name in rows if name.startswith('PROGRAM TOTALS')) if any(n.startswith('PROGRAM TOTALS') for _, n in rows) else rows[0][0]
-print(f'instructions per tick (publish + poll + handler): {total / ticks:.1f}  ({ticks} ticks, ipt_loop $*)')
-for ir, name in [r for r in rows if not r[1].startswith('PROGRAM TOTALS')][:20]:
-    name = re.sub(r'^\S+:', '', name)
-    print(f'  {ir / ticks:8.1f}  {name[:110]}')
+    if not m:
+        continue
+    name = re.sub(r'\s+\[[^]]*\]$', '', m.group(2).strip())
+    name = re.sub(r'^(\?\?\?|[^ ]*[./][^ ]*):(?!:)', '', name)
+    rows.append((int(m.group(1).replace(',', '')), name))
+if not rows:
+    sys.exit('instructions.sh: callgrind recorded nothing (is ipt_measured_loop there?)')
+total = rows[0][0]
+skip = re.compile(r'PROGRAM TOTALS|__libc_start|below main|^main$|^0x|ipt_measured_loop|loop<')
+if inclusive:
+    print(f'instructions per tick (publish + poll + handler): {total / ticks:.1f}  ({ticks} ticks, ipt_loop $args)')
+    print('  per tick, inclusive of what each calls:')
+else:
+    print('  per tick, each function by itself:')
+for ir, name in [r for r in rows if not (skip if inclusive else re.compile('PROGRAM TOTALS')).search(r[1])][:12]:
+    if ir / ticks >= 0.5:
+        print(f'  {ir / ticks:8.1f}  {name[:100]}')
 "
+}
+args="$*"
+table yes && table no

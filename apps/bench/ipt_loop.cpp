@@ -33,11 +33,12 @@ std::uint64_t loop(Publisher& pub, Subscriber& sub, std::uint64_t n) {
 }
 
 // Out of line and named apart: callgrind collects inside ipt_measured_loop only
-// (--toggle-collect), on this thread only, and not during the warm-up.
-[[gnu::noinline]] std::uint64_t ipt_warm_up(Publisher& pub, Subscriber& sub, std::uint64_t n) {
+// (--toggle-collect), on this thread only, and not during the warm-up. noipa: identical
+// functions would otherwise be folded into one address, which callgrind names after the first.
+[[gnu::noipa]] std::uint64_t ipt_warm_up(Publisher& pub, Subscriber& sub, std::uint64_t n) {
   return loop(pub, sub, n);
 }
-[[gnu::noinline]] std::uint64_t ipt_measured_loop(Publisher& pub, Subscriber& sub, std::uint64_t n) {
+[[gnu::noipa]] std::uint64_t ipt_measured_loop(Publisher& pub, Subscriber& sub, std::uint64_t n) {
   return loop(pub, sub, n);
 }
 
