@@ -8,13 +8,23 @@
 //   floor     a cache-line ping-pong between the two threads: half the round trip
 //   spsc      boost::lockfree::spsc_queue<Tick>: one-way, receive TSC minus the send stamp
 //   tickrail  Publisher -> Subscriber over shm: one-way, receive TSC minus Tick::send_ts
+//   pingpong  tickrail both ways: a tick out on one channel, back on another, RTT/2 as the floor
+//             is measured (unstamped channels; what Aeron's ping sample reports)
 //
 // Latency rounds send one tick at a time at a fixed gap (no queueing); throughput rounds push
 // as fast as the consumer allows, one tick per call, the consumer draining in batches; in them
 // neither contender stamps a send time (tickrail's stamped rate is printed beside).
 //
+// Two more throughput figures: a receiver slower than the sender (its handler spends
+// --slow-ns on every tick: the publisher is held back, nothing is lost), and the drain rate of
+// a receiver that lagged a whole ring behind (the sender fills the ring while it waits, then it
+// reads the ring out). Where the CPU counts instructions (perf_event_open), the instructions
+// per tick of each side of the throughput run are printed; apps/bench/instructions.sh counts
+// them under callgrind where it does not.
+//
 // --stats on|off|both: tickrail's live counters (tickrail-stat) on, off, or both: a second channel
-// with counters off runs in the same rounds, and the p50 ratio on/off says what they cost.
+// with counters off runs in the same rounds, and the p50 ratio on/off says what they cost, one
+// way and in the ping-pong.
 #include <boost/lockfree/spsc_queue.hpp>
 
 #include "cli.hpp"
@@ -27,6 +37,9 @@
 #include <iostream>
 #include <optional>
 #include <thread>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <vector>
 
@@ -51,6 +64,7 @@ struct Options {
   int receiver_cpu = 1;
   std::string json_path;
   std::string stats = "on";  // on, off, both
+  std::uint64_t slow_ns = 100;  // the slow receiver's work per tick
 };
 
 // Two threads on two pinned cores: the caller runs `send`, a new thread runs `receive`.
@@ -74,6 +88,55 @@ void spin_until(std::uint64_t t) {
 struct alignas(128) Line {
   std::atomic<std::uint64_t> v{0};
 };
+
+// Instructions retired in user space by the calling thread, where the CPU counts them for us
+// (not in most VMs); valid() false otherwise.
+class InstructionCounter {
+ public:
+  InstructionCounter() {
+    perf_event_attr a{};
+    a.size = sizeof a;
+    a.type = PERF_TYPE_HARDWARE;
+    a.config = PERF_COUNT_HW_INSTRUCTIONS;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    fd_ = static_cast<int>(::syscall(SYS_perf_event_open, &a, 0, -1, -1, 0));
+  }
+  ~InstructionCounter() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  InstructionCounter(const InstructionCounter&) = delete;
+  InstructionCounter& operator=(const InstructionCounter&) = delete;
+  [[nodiscard]] bool valid() const { return fd_ >= 0; }
+  [[nodiscard]] std::uint64_t read() const {
+    std::uint64_t v = 0;
+    if (fd_ < 0 || ::read(fd_, &v, sizeof v) != static_cast<ssize_t>(sizeof v)) return 0;
+    return v;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// The median of samples that come in steps (a virtual TSC may advance 20 cycles at a time, 10 ns
+// here): the median step, interpolated within it by how many samples fall below and on it, as
+// for grouped data. The step's phase against the timed events is random, so this resolves
+// differences finer than a step, which a plain median would round to a whole step.
+double median_of(std::vector<std::uint64_t>& v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  const std::uint64_t m = v[n / 2];
+  const auto lo = static_cast<double>(std::lower_bound(v.begin(), v.end(), m) - v.begin());
+  const auto hi = static_cast<double>(std::upper_bound(v.begin(), v.end(), m) - v.begin());
+  std::uint64_t step = 0;  // the gap to the nearest other value, either side
+  if (lo > 0) step = m - v[static_cast<std::size_t>(lo) - 1];
+  if (hi < static_cast<double>(n)) {
+    const std::uint64_t up = v[static_cast<std::size_t>(hi)] - m;
+    if (step == 0 || up < step) step = up;
+  }
+  const auto w = static_cast<double>(step);
+  return static_cast<double>(m) - w / 2 + w * (static_cast<double>(n) / 2 - lo) / (hi - lo);
+}
 
 // ---- floor ---------------------------------------------------------------------------------
 double floor_round(const Options& o, Histogram& h) {
@@ -100,14 +163,7 @@ double floor_round(const Options& o, Histogram& h) {
           pong.v.store(i, std::memory_order_release);
         }
       });
-  std::nth_element(round_samples.begin(), round_samples.begin() + round_samples.size() / 2,
-                   round_samples.end());
-  return static_cast<double>(round_samples[round_samples.size() / 2]);
-}
-
-double median_of(std::vector<std::uint64_t>& v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return static_cast<double>(v[v.size() / 2]);
+  return median_of(round_samples);
 }
 
 // ---- spsc_queue ----------------------------------------------------------------------------
@@ -205,27 +261,140 @@ double tickrail_latency_round(const Options& o, Publisher& pub, Subscriber& sub,
   return median_of(lat);
 }
 
-double tickrail_throughput_round(const Options& o, Publisher& pub, Subscriber& sub) {
+// Instructions per tick of each side, from the CPU's counters (-1: not counted here).
+struct SideInstructions {
+  double sender = -1, receiver = -1;
+};
+
+double tickrail_throughput_round(const Options& o, Publisher& pub, Subscriber& sub,
+                                 SideInstructions* ipt = nullptr) {
   const Clock& clk = Clock::instance();
   std::uint64_t t0 = 0, t1 = 0, received = 0;
+  const auto per_tick = [&](const InstructionCounter& c, std::uint64_t before) {
+    return c.valid() ? static_cast<double>(c.read() - before) / static_cast<double>(o.throughput_ticks)
+                     : -1.0;
+  };
   on_two_cores(
       o,
       [&] {
+        const InstructionCounter c;
         Tick t{};
         t0 = Clock::now();
+        const std::uint64_t i0 = c.read();
         for (std::uint64_t i = 1; i <= o.throughput_ticks; ++i) {
           while (pub.publish(t).status == PublishStatus::back_pressured) cpu_relax();
         }
+        if (ipt != nullptr) ipt->sender = per_tick(c, i0);
       },
       [&] {
+        const InstructionCounter c;
+        const std::uint64_t i0 = c.read();
         while (received < o.throughput_ticks) {
           const std::size_t n = sub.poll([&](const Tick&) {}, 64);
           received += n;
           if (n == 0) cpu_relax();
         }
         t1 = Clock::now();
+        if (ipt != nullptr) ipt->receiver = per_tick(c, i0);
       });
   return static_cast<double>(o.throughput_ticks) / (clk.to_ns(t1 - t0) * 1e-9);
+}
+
+// RTT/2 of a tick sent on `out` and echoed back on `back` by the other core.
+double tickrail_pingpong_round(const Options& o, Publisher& out, Subscriber& out_sub,
+                               Publisher& back, Subscriber& back_sub, Histogram& h) {
+  const Clock& clk = Clock::instance();
+  std::vector<std::uint64_t> half;
+  half.reserve(o.samples);
+  on_two_cores(
+      o,
+      [&] {
+        Tick t{};
+        for (std::uint64_t i = 1; i <= o.samples; ++i) {
+          t.order_ref = i;
+          bool answered = false;
+          const std::uint64_t t0 = Clock::now();
+          while (out.publish(t).status == PublishStatus::back_pressured) cpu_relax();
+          while (!answered) {
+            if (back_sub.poll([&](const Tick& r) { answered = r.order_ref == i; }, 1) == 0) {
+              cpu_relax();
+            }
+          }
+          const auto ns = static_cast<std::uint64_t>(clk.to_ns(Clock::now() - t0) / 2.0);
+          h.record(ns);
+          half.push_back(ns);
+        }
+      },
+      [&] {
+        for (std::uint64_t got = 0; got < o.samples;) {
+          const std::size_t n = out_sub.poll([&](const Tick& r) {
+            while (back.publish(r).status == PublishStatus::back_pressured) cpu_relax();
+          }, 1);
+          if (n == 0) cpu_relax();
+          got += n;
+        }
+      });
+  return median_of(half);
+}
+
+// The receiver spends `slow_ns` on each tick: ticks/s delivered, and the ticks the publisher
+// was held back for (its back_pressured calls), none lost.
+double tickrail_slow_round(const Options& o, Publisher& pub, Subscriber& sub) {
+  const Clock& clk = Clock::instance();
+  const std::uint64_t work = clk.ns_to_cycles(static_cast<double>(o.slow_ns));
+  const std::uint64_t ticks = o.throughput_ticks / 4;
+  std::uint64_t t0 = 0, t1 = 0, received = 0;
+  const std::uint64_t lost_before = sub.counters().lost;
+  on_two_cores(
+      o,
+      [&] {
+        Tick t{};
+        t0 = Clock::now();
+        for (std::uint64_t i = 1; i <= ticks; ++i) {
+          while (pub.publish(t).status == PublishStatus::back_pressured) cpu_relax();
+        }
+      },
+      [&] {
+        while (received < ticks) {
+          const std::size_t n = sub.poll([&](const Tick&) { spin_until(Clock::now() + work); }, 64);
+          received += n;
+          if (n == 0) cpu_relax();
+        }
+        t1 = Clock::now();
+      });
+  if (sub.counters().lost != lost_before) {
+    throw Error(Errc::invalid_argument, "the slow receiver lost ticks under the block policy");
+  }
+  return static_cast<double>(ticks) / (clk.to_ns(t1 - t0) * 1e-9);
+}
+
+// A receiver a whole ring behind: the sender fills the ring while it waits, then it reads the
+// ring out; ticks/s of that read, the best of a few fills.
+double tickrail_drain_round(const Options& o, Publisher& pub, Subscriber& sub, std::uint64_t ring) {
+  const Clock& clk = Clock::instance();
+  double best = 0;
+  for (int fill = 0; fill < 8; ++fill) {
+    std::atomic<bool> full{false};
+    std::uint64_t t0 = 0, t1 = 0;
+    on_two_cores(
+        o,
+        [&] {
+          Tick t{};
+          for (std::uint64_t i = 0; i < ring; ++i) {
+            while (pub.publish(t).status == PublishStatus::back_pressured) cpu_relax();
+          }
+          full.store(true, std::memory_order_release);
+        },
+        [&] {
+          while (!full.load(std::memory_order_acquire)) cpu_relax();
+          std::uint64_t received = 0;
+          t0 = Clock::now();
+          while (received < ring) received += sub.poll([](const Tick&) {}, 256);
+          t1 = Clock::now();
+        });
+    best = std::max(best, static_cast<double>(ring) / (clk.to_ns(t1 - t0) * 1e-9));
+  }
+  return best;
 }
 
 std::string cpu_model() {
@@ -262,6 +431,8 @@ struct Channel {
 struct Channels {
   PublisherConfig config;
   std::optional<Channel> main, off, unstamped;
+  std::optional<Channel> ping, pong, ping_off, pong_off;  // unstamped, both ways
+  std::optional<Channel> big;                             // the drain: a larger ring
 
   explicit Channels(const Options& o) {
     config.channel = "bench-" + std::to_string(::getpid());
@@ -281,12 +452,32 @@ struct Channels {
     c.channel += "-nostamp";
     c.stamp_send_time = false;
     unstamped.emplace(c, "unstamped channel's subscriber");
+    const auto pair = [&](const std::string& name, bool stats, std::optional<Channel>& slot) {
+      PublisherConfig p = config;
+      p.channel += "-" + name;
+      p.stamp_send_time = false;
+      p.stats = stats;
+      slot.emplace(p, name + " channel's subscriber");
+    };
+    pair("ping", config.stats, ping);
+    pair("pong", config.stats, pong);
+    if (o.stats == "both") {
+      pair("ping-nostats", false, ping_off);
+      pair("pong-nostats", false, pong_off);
+    }
+    PublisherConfig b = c;
+    b.channel = config.channel + "-drain";
+    b.ring_capacity = kDrainRing;
+    big.emplace(b, "drain channel's subscriber");
   }
+  static constexpr std::uint32_t kDrainRing = 65536;  // 4 MiB of slots, past L2
 };
 
 struct Results {
-  Histogram floor, spsc, tickrail;
-  std::vector<double> r_spsc, r_tr, tp_spsc, tp_tr, tp_ratio, tp_stamped;
+  Histogram floor, spsc, tickrail, pingpong;
+  std::vector<double> r_spsc, r_tr, r_pp, tp_spsc, tp_tr, tp_ratio, tp_stamped, tp_slow, drain;
+  std::vector<double> ipt_sender, ipt_receiver;
+  std::vector<double> r_pp_stats;  // --stats both: ping-pong p50, counters on / off
   Histogram off, on_paired;               // --stats both: adjacent on/off rounds
   std::vector<double> r_stats, tp_stats;  // per round: counters on / counters off
 };
@@ -309,8 +500,17 @@ void run_round(const Options& o, int r, Channels& ch, boost::lockfree::spsc_queu
     t = tickrail_latency_round(o, m.pub, m.sub, res.tickrail);
     s = spsc_latency_round(o, q, res.spsc);
   }
+  const double pp = tickrail_pingpong_round(o, ch.ping->pub, ch.ping->sub, ch.pong->pub,
+                                            ch.pong->sub, res.pingpong);
   res.r_spsc.push_back(s / f);
   res.r_tr.push_back(t / f);
+  res.r_pp.push_back(pp / f);
+  if (ch.ping_off) {
+    Histogram scratch;
+    const double pp_off = tickrail_pingpong_round(o, ch.ping_off->pub, ch.ping_off->sub,
+                                                  ch.pong_off->pub, ch.pong_off->sub, scratch);
+    res.r_pp_stats.push_back(pp / pp_off);
+  }
   double t_off = 0, b_off = 0;
   if (ch.off) {
     // Counters off right before or right after counters on, alternating.
@@ -326,7 +526,16 @@ void run_round(const Options& o, int r, Channels& ch, boost::lockfree::spsc_queu
     }
   }
   const double a = spsc_throughput_round(o, q);
-  const double b = tickrail_throughput_round(o, ch.unstamped->pub, ch.unstamped->sub);
+  SideInstructions ipt;
+  const double b = tickrail_throughput_round(o, ch.unstamped->pub, ch.unstamped->sub, &ipt);
+  const double slow = tickrail_slow_round(o, ch.unstamped->pub, ch.unstamped->sub);
+  const double drain = tickrail_drain_round(o, ch.big->pub, ch.big->sub, Channels::kDrainRing);
+  res.tp_slow.push_back(slow);
+  res.drain.push_back(drain);
+  if (ipt.sender >= 0) {
+    res.ipt_sender.push_back(ipt.sender);
+    res.ipt_receiver.push_back(ipt.receiver);
+  }
   const double b_st = tickrail_throughput_round(o, m.pub, m.sub);
   if (ch.off) {
     b_off = tickrail_throughput_round(o, ch.off->pub, ch.off->sub);
@@ -337,9 +546,11 @@ void run_round(const Options& o, int r, Channels& ch, boost::lockfree::spsc_queu
   res.tp_stamped.push_back(b_st);
   res.tp_ratio.push_back(b / a);
   std::printf("  round %2d: floor p50 %6.1f ns | spsc p50 %6.1f ns (%.2fx) | tickrail p50 %6.1f "
-              "ns (%.2fx) | throughput spsc %6.2f M/s, tickrail %6.2f M/s (%.2fx), "
-              "stamped %6.2f M/s\n",
-              r + 1, f, s, s / f, t, t / f, a / 1e6, b / 1e6, b / a, b_st / 1e6);
+              "ns (%.2fx) | ping-pong p50 %6.1f ns (%.2fx)\n"
+              "            throughput spsc %6.2f M/s, tickrail %6.2f M/s (%.2fx), "
+              "stamped %6.2f M/s | slow receiver %6.2f M/s | drain %6.1f M/s\n",
+              r + 1, f, s, s / f, t, t / f, pp, pp / f, a / 1e6, b / 1e6, b / a, b_st / 1e6,
+              slow / 1e6, drain / 1e6);
   if (ch.off) {
     std::printf("            counters off: p50 %6.1f ns, on/off p50 %.3f | throughput %6.2f M/s, "
                 "on/off %.3f\n",
@@ -348,16 +559,28 @@ void run_round(const Options& o, int r, Channels& ch, boost::lockfree::spsc_queu
   std::fflush(stdout);
 }
 
-void print_summary(const Results& res, bool both) {
+void print_summary(const Results& res, bool both, std::uint64_t slow_ns) {
   std::vector<TableRow> rows{{"floor (RTT/2)", summarize(res.floor)},
                              {"spsc_queue", summarize(res.spsc)},
-                             {"tickrail shm", summarize(res.tickrail)}};
+                             {"tickrail shm", summarize(res.tickrail)},
+                             {"ping-pong RTT/2", summarize(res.pingpong)}};
   if (both) rows.push_back({"tickrail, no stats", summarize(res.off)});
   std::printf("\none-way latency over all rounds (ns; floor is half a ping-pong round trip):\n%s",
               format_table(rows).c_str());
   std::printf("\nper-round medians, ratio to the same round's floor p50 (median over rounds):\n"
-              "  spsc_queue %.2fx, tickrail %.2fx\n",
-              median(res.r_spsc), median(res.r_tr));
+              "  spsc_queue %.2fx, tickrail %.2fx, tickrail ping-pong RTT/2 %.2fx\n",
+              median(res.r_spsc), median(res.r_tr), median(res.r_pp));
+  std::printf("throughput with a receiver spending %llu ns a tick: %.2f M ticks/s, none lost; "
+              "a receiver a ring (%u ticks) behind drains at %.1f M ticks/s (medians over rounds)\n",
+              static_cast<unsigned long long>(slow_ns), median(res.tp_slow) / 1e6,
+              Channels::kDrainRing, median(res.drain) / 1e6);
+  if (res.ipt_sender.empty()) {
+    std::printf("instructions per tick: not counted here (no CPU counters: "
+                "apps/bench/instructions.sh counts them under callgrind)\n");
+  } else {
+    std::printf("instructions per tick, throughput run (median over rounds): sender %.1f, "
+                "receiver %.1f\n", median(res.ipt_sender), median(res.ipt_receiver));
+  }
   std::printf("throughput, median over rounds: spsc_queue %.2f M ticks/s, tickrail %.2f M ticks/s; "
               "tickrail/spsc %.2fx (median of per-round ratios); tickrail stamping send times "
               "%.2f M ticks/s\n",
@@ -365,8 +588,8 @@ void print_summary(const Results& res, bool both) {
               median(res.tp_stamped) / 1e6);
   if (both) {
     std::printf("live counters, on/off in the same rounds (median of per-round ratios): "
-                "p50 %.3f, throughput %.3f\n",
-                median(res.r_stats), median(res.tp_stats));
+                "p50 %.3f, ping-pong p50 %.3f, throughput %.3f\n",
+                median(res.r_stats), median(res.r_pp_stats), median(res.tp_stats));
   }
 }
 
@@ -378,7 +601,16 @@ nlohmann::json results_json(const Options& o, const Results& res, bool both) {
   j["latency_ns"] = {{"floor_rtt_half", to_json(summarize(res.floor))},
                      {"spsc_queue", to_json(summarize(res.spsc))},
                      {"tickrail_shm", to_json(summarize(res.tickrail))}};
-  j["p50_ratio_to_floor_median"] = {{"spsc_queue", median(res.r_spsc)}, {"tickrail_shm", median(res.r_tr)}};
+  j["latency_ns"]["tickrail_pingpong_rtt_half"] = to_json(summarize(res.pingpong));
+  j["p50_ratio_to_floor_median"] = {{"spsc_queue", median(res.r_spsc)},
+                                    {"tickrail_shm", median(res.r_tr)},
+                                    {"tickrail_pingpong", median(res.r_pp)}};
+  j["slow_receiver"] = {{"work_ns_per_tick", o.slow_ns}, {"ticks_per_s_median", median(res.tp_slow)}};
+  j["drain"] = {{"ring_ticks", Channels::kDrainRing}, {"ticks_per_s_median", median(res.drain)}};
+  if (!res.ipt_sender.empty()) {
+    j["instructions_per_tick_median"] = {{"sender", median(res.ipt_sender)},
+                                         {"receiver", median(res.ipt_receiver)}};
+  }
   j["throughput_ticks_per_s_median"] = {{"spsc_queue", median(res.tp_spsc)}, {"tickrail_shm", median(res.tp_tr)}};
   j["throughput_ratio_tickrail_to_spsc_median"] = median(res.tp_ratio);
   j["throughput_ticks_per_s_median"]["tickrail_shm_stamped"] = median(res.tp_stamped);
@@ -386,6 +618,7 @@ nlohmann::json results_json(const Options& o, const Results& res, bool both) {
   if (both) {
     j["latency_ns"]["tickrail_shm_no_stats"] = to_json(summarize(res.off));
     j["stats_on_off_p50_ratio_median"] = median(res.r_stats);
+    j["stats_on_off_pingpong_p50_ratio_median"] = median(res.r_pp_stats);
     j["stats_on_off_throughput_ratio_median"] = median(res.tp_stats);
   }
   return j;
@@ -414,7 +647,7 @@ int bench(const Options& o) {
   boost::lockfree::spsc_queue<Tick> q(4096);
   Results res;
   for (int r = 0; r < o.rounds; ++r) run_round(o, r, ch, q, res);
-  print_summary(res, both);
+  print_summary(res, both, o.slow_ns);
   const nlohmann::json j = results_json(o, res, both);
   if (o.json_path.empty()) {
     std::printf("\n%s\n", j.dump().c_str());
@@ -444,6 +677,9 @@ int main(int argc, char** argv) {
   app.add_option("--sender-cpu", o.sender_cpu, "core of the sending thread")->check(CLI::Range(0, 4095));
   app.add_option("--receiver-cpu", o.receiver_cpu, "core of the receiving thread")->check(CLI::Range(0, 4095));
   app.add_option("--json", o.json_path, "write the figures as JSON to this file");
+  app.add_option("--slow-ns", o.slow_ns, "the slow receiver's work per tick, ns")
+      ->check(CLI::Range(1, 100'000))
+      ->capture_default_str();
   app.add_option("--stats", o.stats, "live counters: on, off, or both (compared in the same rounds)")
       ->check(CLI::IsMember({"on", "off", "both"}))
       ->capture_default_str();

@@ -89,6 +89,7 @@ class TICKRAIL_API Publisher {
   // Destroyed before impl_: the stats thread stops reading impl_ first.
   stats::Registration stats_;
   const PublisherCounters* counters_ = nullptr;  // impl_'s, stable for its lifetime
+  std::uint64_t stored_rare_ = 0;  // store_stats(): the sum of the rare counters last stored
 };
 
 [[nodiscard]] TICKRAIL_API const char* to_string(PublishStatus s) noexcept;

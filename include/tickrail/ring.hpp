@@ -56,15 +56,40 @@ inline void store_relaxed(std::uint64_t& w, std::uint64_t v) noexcept {
 inline void write_slot(Slot& slot, const Tick& t, std::uint64_t seq, std::uint64_t send_ts,
                        bool may_be_read) noexcept {
   using namespace ring_detail;
-  std::uint64_t w[8];
-  std::memcpy(w, &t, sizeof w);
-  w[0] = send_ts;
   if (may_be_read) {
     store_relaxed(slot.words[kSeqWord], 0);
     std::atomic_thread_fence(std::memory_order_release);
   }
-  for (unsigned i = 0; i < kSeqWord; ++i) store_relaxed(slot.words[i], w[i]);
+  // Word by word from the tick, spelled out: compilers do not unroll a loop of atomic stores
+  // (five instructions a word), nor keep a copy of the tick out of the stack.
+  const auto* src = reinterpret_cast<const unsigned char*>(&t);
+  const auto word = [src](unsigned i) noexcept {
+    std::uint64_t v;
+    std::memcpy(&v, src + i * sizeof v, sizeof v);
+    return v;
+  };
+  static_assert(kSeqWord == 7 && offsetof(Tick, send_ts) == 0);
+  store_relaxed(slot.words[0], send_ts);
+  store_relaxed(slot.words[1], word(1));
+  store_relaxed(slot.words[2], word(2));
+  store_relaxed(slot.words[3], word(3));
+  store_relaxed(slot.words[4], word(4));
+  store_relaxed(slot.words[5], word(5));
+  store_relaxed(slot.words[6], word(6));
   std::atomic_ref<std::uint64_t>(slot.words[kSeqWord]).store(seq, std::memory_order_release);
+}
+
+// Reads words 0 to 6 of a slot into `w` (the reader's copy, checked by re-reading the commit
+// word after it); spelled out for the same reason as write_slot.
+inline void read_slot_words(Slot& s, std::uint64_t* w) noexcept {
+  using namespace ring_detail;
+  w[0] = load_relaxed(s.words[0]);
+  w[1] = load_relaxed(s.words[1]);
+  w[2] = load_relaxed(s.words[2]);
+  w[3] = load_relaxed(s.words[3]);
+  w[4] = load_relaxed(s.words[4]);
+  w[5] = load_relaxed(s.words[5]);
+  w[6] = load_relaxed(s.words[6]);
 }
 
 // Single-consumer reader of one ring. Owned by one thread; not shareable.
@@ -95,7 +120,7 @@ class TICKRAIL_API RingReader {
         break;  // not yet written (or being overwritten: the next look finds the lap)
       }
       alignas(kCacheLine) std::uint64_t w[8];
-      for (unsigned i = 0; i < kSeqWord; ++i) w[i] = load_relaxed(s.words[i]);
+      read_slot_words(s, w);
       std::atomic_thread_fence(std::memory_order_acquire);
       if (load_relaxed(s.words[kSeqWord]) != seq) [[unlikely]] {
         continue;  // overwritten while we copied: discard the copy, re-examine the slot

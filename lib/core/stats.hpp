@@ -179,6 +179,19 @@ inline void store_counters(const Registration& r, const PublisherCounters& c) no
 inline void store_counters(const Registration& r, const SubscriberCounters& c) noexcept {
   TICKRAIL_SUBSCRIBER_COUNTERS(TICKRAIL_DETAIL_PUT_SUB)
 }
+// The sum of a publisher's api counters but `published`: each only grows, so the sum changes
+// exactly when one of them does.
+#define TICKRAIL_DETAIL_SUM_api(name) +c.name
+#define TICKRAIL_DETAIL_SUM_live(name)
+#define TICKRAIL_DETAIL_SUM_thread(name)
+#define TICKRAIL_DETAIL_SUM_PUB(name, where, kind, help) TICKRAIL_DETAIL_SUM_##where(name)
+[[nodiscard]] inline std::uint64_t rare_sum(const PublisherCounters& c) noexcept {
+  return std::uint64_t{0} TICKRAIL_PUBLISHER_COUNTERS(TICKRAIL_DETAIL_SUM_PUB) - c.published;
+}
+#undef TICKRAIL_DETAIL_SUM_PUB
+#undef TICKRAIL_DETAIL_SUM_thread
+#undef TICKRAIL_DETAIL_SUM_live
+#undef TICKRAIL_DETAIL_SUM_api
 #undef TICKRAIL_DETAIL_PUT_SUB
 #undef TICKRAIL_DETAIL_PUT_PUB
 #undef TICKRAIL_DETAIL_PUT_live

@@ -50,14 +50,24 @@ Publisher& Publisher::operator=(Publisher&& o) noexcept {
     impl_ = std::move(o.impl_);
     stats_ = std::move(o.stats_);
     counters_ = o.counters_;
+    stored_rare_ = o.stored_rare_;
   }
   return *this;
 }
 
-// A handful of relaxed stores into lines only this thread writes.
+// One relaxed store into a line only this thread writes, on most calls: every counter but
+// `published` changes only on rare events (back-pressure, no subscriber, an eviction, a dead
+// subscriber reclaimed, a failed completion) and each only grows, so their sum says whether any
+// did. Storing all six on every publish cost 2-3 % of the shm ping-pong (BENCHMARKS.md, #17).
 inline void Publisher::store_stats() noexcept {
   if (stats_.block() == nullptr) return;
-  stats::store_counters(stats_, *counters_);
+  const PublisherCounters& c = *counters_;
+  stats_.put(stats::PubCounter::published, c.published);
+  const std::uint64_t rare = stats::rare_sum(c);
+  if (rare != stored_rare_) [[unlikely]] {
+    stored_rare_ = rare;
+    stats::store_counters(stats_, c);
+  }
 }
 
 PublishResult Publisher::publish(const Tick& tick) noexcept {

@@ -78,7 +78,8 @@ class ShmPublisher final : public detail::PublisherTransport {
   void reconcile() noexcept;
   void activate(std::uint32_t index) noexcept;
   void remove_active(std::uint32_t pos) noexcept;
-  // Returns how many of `want` ticks every block/disconnect subscriber has room for.
+  // Returns how many of `want` ticks every block/disconnect subscriber has room for, and sets
+  // room_until_.
   std::uint64_t room(std::uint64_t want, std::uint64_t& blocked) noexcept;
 
   void conductor_loop(std::stop_token st);
@@ -111,6 +112,9 @@ class ShmPublisher final : public detail::PublisherTransport {
   alignas(kCacheLine) std::array<Active, kMaxSubscribers> active_{};
   std::uint32_t n_active_ = 0;
   std::uint64_t next_seq_ = 1;
+  // Every block/disconnect subscriber has room up to this sequence (exclusive) by the credits
+  // last read: a publish that stays below it needs no look at them. 0 after any seat change.
+  std::uint64_t room_until_ = 0;
   std::uint64_t seen_generation_ = 0;
   std::uint64_t served_mask_ = 0;  // bit i: seat i is in active_
   PublisherCounters counters_{};

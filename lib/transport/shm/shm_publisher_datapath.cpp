@@ -29,17 +29,21 @@ PublishResult ShmPublisher::publish(std::span<const Tick> ticks) noexcept {
   }
 
   std::uint64_t blocked = 0;
-  const std::uint64_t n = room(want, blocked);
+  const std::uint64_t n = next_seq_ + want <= room_until_ ? want : room(want, blocked);
   if (n != 0) {
-    const std::uint64_t stamp = config_.stamp_send_time ? Clock::now() : 0;
+    // Locals: the slot stores could alias members, which would then be re-read every tick.
+    const bool stamping = config_.stamp_send_time;
+    const std::uint64_t stamp = stamping ? Clock::now() : 0;
     const std::uint64_t first = next_seq_;
-    for (std::uint32_t a = 0; a < n_active_; ++a) {
-      Active& s = active_[a];
-      const bool may_be_read = s.policy == SlowConsumerPolicy::drop;
+    const std::uint64_t mask = mask_;
+    const std::uint32_t n_active = n_active_;
+    for (std::uint32_t a = 0; a < n_active; ++a) {
+      Slot* const ring = active_[a].ring;
+      const bool may_be_read = active_[a].policy == SlowConsumerPolicy::drop;
       for (std::uint64_t j = 0; j < n; ++j) {
         const Tick& t = ticks[j];
-        write_slot(s.ring[(first + j) & mask_], t, first + j,
-                   config_.stamp_send_time ? stamp : t.send_ts, may_be_read);
+        write_slot(ring[(first + j) & mask], t, first + j, stamping ? stamp : t.send_ts,
+                   may_be_read);
       }
     }
     next_seq_ += n;
@@ -53,6 +57,7 @@ PublishResult ShmPublisher::publish(std::span<const Tick> ticks) noexcept {
 
 std::uint64_t ShmPublisher::room(std::uint64_t want, std::uint64_t& blocked) noexcept {
   std::uint64_t allowed = want;
+  std::uint64_t until = ~std::uint64_t{0};
   for (std::uint32_t a = 0; a < n_active_;) {
     Active& s = active_[a];
     if (s.policy == SlowConsumerPolicy::drop) {
@@ -98,13 +103,18 @@ std::uint64_t ShmPublisher::room(std::uint64_t want, std::uint64_t& blocked) noe
       s.full_since = 0;
     }
     if (fits < allowed) allowed = fits;
+    if (limit < until) until = limit;
     ++a;
   }
+  // Below `until` every fit is at least 1 and nothing above would differ: no back-pressure
+  // to count, no eviction clock running.
+  room_until_ = until;
   return allowed;
 }
 
 void ShmPublisher::reconcile() noexcept {
   seen_generation_ = generation_.load(std::memory_order_acquire);
+  room_until_ = 0;
   for (std::uint32_t i = 0; i < max_subscribers_; ++i) {
     Seat& seat = seats_[i];
     const auto state = static_cast<SeatState>(seat.state.load(std::memory_order_acquire));

@@ -65,7 +65,7 @@ std::size_t RcSubscriber::poll_cq(detail::TickSink sink, std::size_t limit) noex
     const std::uint64_t seq = load_acquire(s.words[kSeqWord]);
     if (seq == next_) {
       alignas(kCacheLine) std::uint64_t w[8];
-      for (unsigned k = 0; k < kSeqWord; ++k) w[k] = load_relaxed(s.words[k]);
+      read_slot_words(s, w);
       std::atomic_thread_fence(std::memory_order_acquire);
       if (load_relaxed(s.words[kSeqWord]) != seq) [[unlikely]] continue;
       w[kSeqWord] = seq;
