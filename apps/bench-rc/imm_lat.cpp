@@ -2,7 +2,8 @@
 // code on its path: the floor under tickrail's RC CQ polling, measured as `ib_write_lat` measures
 // a plain WRITE. Each side writes 64 bytes (inline) into the other's buffer with an immediate,
 // busy-polls its receive CQ for the other's, and posts the receive back; one send in 16 is
-// signalled. RTT/2 of each round trip, from the TSC (LFENCE;RDTSC, calibrated as
+// signalled. With -q 2, each direction has a connection of its own, as tickrail's publisher and
+// subscriber pair does. RTT/2 of each round trip, from the TSC (LFENCE;RDTSC, calibrated as
 // tickrail::Clock is), in microseconds: t_min, t_typical (the median), t_99 and t_99.9.
 //
 //   rc-imm-lat [-p PORT] [-n ITERS] [-w WARMUP]          the echoing side (listens)
@@ -125,39 +126,46 @@ Remote theirs(const rdma_conn_param& p) {
   return r;
 }
 
-Side connect(const char* address, const std::string& port) {
+// `qps` connections to the same peer, in order: the pinging side's first one is the echoing
+// side's first one.
+std::vector<Side> connect(const char* address, const std::string& port, int qps) {
   rdma_addrinfo hints{};
   rdma_addrinfo* res = nullptr;
   hints.ai_port_space = RDMA_PS_TCP;
   if (address == nullptr) hints.ai_flags = RAI_PASSIVE;
   if (rdma_getaddrinfo(address, port.c_str(), &hints, &res) != 0) die("rdma_getaddrinfo");
   ibv_qp_init_attr attr = qp_attr();
-  Side s;
+  std::vector<Side> sides(static_cast<std::size_t>(qps));
+  rdma_cm_id* listen = nullptr;
   if (address == nullptr) {
-    rdma_cm_id* listen = nullptr;
     if (rdma_create_ep(&listen, res, nullptr, &attr) != 0) die("rdma_create_ep");
-    if (rdma_listen(listen, 1) != 0) die("rdma_listen");
-    if (rdma_get_request(listen, &s.id) != 0) die("rdma_get_request");
-    s.peer = theirs(s.id->event->param.conn);
-    ready(s);
-    const Remote m = mine(s);
+    if (rdma_listen(listen, qps) != 0) die("rdma_listen");
+  }
+  for (Side& s : sides) {
     rdma_conn_param p{};
-    p.private_data = &m;
-    p.private_data_len = sizeof m;
-    if (rdma_accept(s.id, &p) != 0) die("rdma_accept");
-  } else {
-    if (rdma_create_ep(&s.id, res, nullptr, &attr) != 0) die("rdma_create_ep");
-    ready(s);
-    const Remote m = mine(s);
-    rdma_conn_param p{};
-    p.private_data = &m;
-    p.private_data_len = sizeof m;
-    p.retry_count = 7;
-    if (rdma_connect(s.id, &p) != 0) die("rdma_connect");
-    s.peer = theirs(s.id->event->param.conn);
+    if (address == nullptr) {
+      if (rdma_get_request(listen, &s.id) != 0) die("rdma_get_request");
+      s.peer = theirs(s.id->event->param.conn);
+      ready(s);
+      const Remote m = mine(s);
+      p.private_data = &m;
+      p.private_data_len = sizeof m;
+      if (rdma_accept(s.id, &p) != 0) die("rdma_accept");
+    } else {
+      // A fresh one each time: rdma_create_ep writes the CQs it made back into it.
+      ibv_qp_init_attr mine_attr = qp_attr();
+      if (rdma_create_ep(&s.id, res, nullptr, &mine_attr) != 0) die("rdma_create_ep");
+      ready(s);
+      const Remote m = mine(s);
+      p.private_data = &m;
+      p.private_data_len = sizeof m;
+      p.retry_count = 7;
+      if (rdma_connect(s.id, &p) != 0) die("rdma_connect");
+      s.peer = theirs(s.id->event->param.conn);
+    }
   }
   rdma_freeaddrinfo(res);
-  return s;
+  return sides;
 }
 
 double at(std::vector<double>& v, double q) {
@@ -170,18 +178,20 @@ double at(std::vector<double>& v, double q) {
 
 int main(int argc, char** argv) {
   std::string port = "18600";
-  long iters = 5000, warmup = 500;
+  long iters = 5000, warmup = 500, qps = 1;
   const char* address = nullptr;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if ((a == "-p" || a == "-n" || a == "-w") && i + 1 < argc) {
+    if ((a == "-p" || a == "-n" || a == "-w" || a == "-q") && i + 1 < argc) {
       const char* v = argv[++i];
       if (a == "-p") port = v;
       else if (a == "-n") iters = std::strtol(v, nullptr, 10);
+      else if (a == "-q") qps = std::strtol(v, nullptr, 10);
       else warmup = std::strtol(v, nullptr, 10);
     } else if (a == "-h" || a == "--help") {
-      std::puts("usage: rc-imm-lat [-p PORT] [-n ITERS] [-w WARMUP] [ADDRESS]\n"
-                "An RDMA WRITE WITH IMMEDIATE ping-pong (64 bytes); without ADDRESS, the echoing side.");
+      std::puts("usage: rc-imm-lat [-p PORT] [-n ITERS] [-w WARMUP] [-q 1|2] [ADDRESS]\n"
+                "An RDMA WRITE WITH IMMEDIATE ping-pong (64 bytes); without ADDRESS, the echoing side.\n"
+                "-q 2: one connection each way, as a tickrail publisher and subscriber pair has.");
       return 0;
     } else if (a[0] != '-' && address == nullptr) {
       address = argv[i];
@@ -190,25 +200,28 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (iters < 1 || iters > 100'000'000 || warmup < 0 || warmup > 100'000'000) {
-    std::fprintf(stderr, "rc-imm-lat: -n 1..1e8, -w 0..1e8\n");
+  if (iters < 1 || iters > 100'000'000 || warmup < 0 || warmup > 100'000'000 || qps < 1 ||
+      qps > 2) {
+    std::fprintf(stderr, "rc-imm-lat: -n 1..1e8, -w 0..1e8, -q 1..2\n");
     return 2;
   }
   const auto& clock = tickrail::Clock::instance();
-  Side s = connect(address, port);
+  std::vector<Side> sides = connect(address, port, static_cast<int>(qps));
+  Side& forth = sides.front();  // ping -> echo
+  Side& back = sides.back();    // echo -> ping
   const long total = iters + warmup;
   if (address == nullptr) {
     for (long i = 0; i < total; ++i) {
-      s.wait_imm();
-      s.write_imm(i + 1 == total);
+      forth.wait_imm();
+      back.write_imm(i + 1 == total);
     }
   } else {
     std::vector<double> rtt2;
     rtt2.reserve(static_cast<std::size_t>(iters));
     for (long i = 0; i < total; ++i) {
       const std::uint64_t t0 = tickrail::Clock::now_fenced();
-      s.write_imm();
-      s.wait_imm();
+      forth.write_imm();
+      back.wait_imm();
       const std::uint64_t t1 = tickrail::Clock::now();
       if (i >= warmup) rtt2.push_back(clock.to_ns(t1 - t0) / 2e3);
     }
@@ -216,6 +229,6 @@ int main(int argc, char** argv) {
     std::printf("t_min %.2f t_typical %.2f t_99 %.2f t_99.9 %.2f\n", mn, at(rtt2, 0.5),
                 at(rtt2, 0.99), at(rtt2, 0.999));
   }
-  rdma_disconnect(s.id);
+  for (Side& s : sides) rdma_disconnect(s.id);
   return 0;
 }

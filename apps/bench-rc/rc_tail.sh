@@ -17,7 +17,8 @@
 # is all the guest sees besides the source tree), each round runs both, alternating which goes
 # first. MODES picks tickrail's polling modes (default "cq memory"). Environment: ROUNDS (5), PIN
 # (1), TRACE (0), OUT (rc-tail), JITTER (apps/jitter/tickrail-jitter), BASE (unset), MODES,
-# IMM (apps/bench-rc/rc-imm-lat).
+# IMM (apps/bench-rc/rc-imm-lat), IMM_QPS ("1 2": rc-imm-lat with one connection, and one
+# each way).
 set -u
 case "${1:-}" in
   -h | --help) sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
@@ -77,11 +78,13 @@ perftest() {  # $1: ib_write_lat or ib_send_lat, $2: round
   echo "round $2: $1: $line"
 }
 
-imm() {  # $1: round
-  $ECHO "$IMM" -p 18600 -n 5000 -w 500 >/tmp/imm-srv.log 2>&1 &
-  sleep 1
-  echo "round $1: rc-imm-lat: $($PING "$IMM" -p 18600 -n 5000 -w 500 "$A" 2>&1 | tail -1)"
-  wait
+imm() {  # $1: round, then for each of IMM_QPS (1 2): one connection for both ways, or one each
+  for q in ${IMM_QPS:-1 2}; do
+    $ECHO "$IMM" -p 18600 -n 5000 -w 500 -q "$q" >/tmp/imm-srv.log 2>&1 &
+    sleep 1
+    echo "round $1: rc-imm-lat -q $q: $($PING "$IMM" -p 18600 -n 5000 -w 500 -q "$q" "$A" 2>&1 | tail -1)"
+    wait
+  done
 }
 
 n=0
