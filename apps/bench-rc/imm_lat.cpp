@@ -2,7 +2,8 @@
 // code on its path: the floor under tickrail's RC CQ polling, measured as `ib_write_lat` measures
 // a plain WRITE. Each side writes 64 bytes (inline) into the other's buffer with an immediate,
 // busy-polls its receive CQ for the other's, and posts the receive back; one send in 16 is
-// signalled. With -q 2, each direction has a connection of its own, as tickrail's publisher and
+// signalled. The receive is posted back inside the timed loop, before the next write, as
+// ib_send_lat does. With -q 2, each direction has a connection of its own, as tickrail's publisher and
 // subscriber pair does. RTT/2 of each round trip, from the TSC (LFENCE;RDTSC, calibrated as
 // tickrail::Clock is), in microseconds: t_min, t_typical (the median), t_99 and t_99.9.
 //
@@ -62,6 +63,7 @@ struct Side {
     wr.send_flags = IBV_SEND_INLINE;
     if (++posted % kSignalEvery == 0 || last) wr.send_flags |= IBV_SEND_SIGNALED;
     wr.imm_data = static_cast<std::uint32_t>(posted);
+    wr.wr_id = posted;
     wr.wr.rdma.remote_addr = peer.addr;
     wr.wr.rdma.rkey = peer.rkey;
     if (ibv_post_send(id->qp, &wr, &bad) != 0) die("ibv_post_send");
@@ -69,9 +71,10 @@ struct Side {
     int n = 0;
     // Reap a signalled send without waiting; the last one is waited for, so that the peer
     // has it before this side disconnects.
-    do n = ibv_poll_cq(id->send_cq, 1, &wc);
-    while (n == 0 && last);
-    if (n < 0 || (n == 1 && wc.status != IBV_WC_SUCCESS)) die("send completion");
+    do {
+      n = ibv_poll_cq(id->send_cq, 1, &wc);
+      if (n < 0 || (n == 1 && wc.status != IBV_WC_SUCCESS)) die("send completion");
+    } while (last && !(n == 1 && wc.wr_id == posted));
   }
   // Busy-polls the receive CQ, for at most 10 s: a peer that died ends the run.
   void wait_imm() {

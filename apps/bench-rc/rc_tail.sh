@@ -68,11 +68,11 @@ trace_off() {  # $1: the file
 }
 
 perftest() {  # $1: ib_write_lat or ib_send_lat, $2: round
-  $ECHO "$1" -d "$D" -s 64 -n 5000 -p 18515 >/tmp/srv.log 2>&1 &
+  timeout 120 $ECHO "$1" -d "$D" -s 64 -n 5000 -p 18515 >/tmp/srv.log 2>&1 &
   sleep 1
   [ "$1" = ib_send_lat ] && trace_on
   local line
-  line=$($PING "$1" -d "$D" -s 64 -n 5000 -p 18515 "$A" 2>&1 | awk '/^ *64 /{print "t_min " $3 " t_typical " $5 " t_99 " $8 " t_99.9 " $9}')
+  line=$(timeout 120 $PING "$1" -d "$D" -s 64 -n 5000 -p 18515 "$A" 2>&1 | awk '/^ *64 /{print "t_min " $3 " t_typical " $5 " t_99 " $8 " t_99.9 " $9}')
   [ "$1" = ib_send_lat ] && trace_off "$OUT/r$2-ib_send_lat.trace"
   wait
   echo "round $2: $1: $line"
@@ -80,9 +80,10 @@ perftest() {  # $1: ib_write_lat or ib_send_lat, $2: round
 
 imm() {  # $1: round, then for each of IMM_QPS (1 2): one connection for both ways, or one each
   for q in ${IMM_QPS:-1 2}; do
-    $ECHO "$IMM" -p 18600 -n 5000 -w 500 -q "$q" >/tmp/imm-srv.log 2>&1 &
+    # bounded: an echoing side whose peer never came would wait in rdma_get_request
+    timeout 120 $ECHO "$IMM" -p 18600 -n 5000 -w 500 -q "$q" >/tmp/imm-srv.log 2>&1 &
     sleep 1
-    echo "round $1: rc-imm-lat -q $q: $($PING "$IMM" -p 18600 -n 5000 -w 500 -q "$q" "$A" 2>&1 | tail -1)"
+    echo "round $1: rc-imm-lat -q $q: $(timeout 120 $PING "$IMM" -p 18600 -n 5000 -w 500 -q "$q" "$A" 2>&1 | tail -1)"
     wait
   done
 }

@@ -19,8 +19,8 @@
 // --slow-ns on every tick: the publisher is held back, nothing is lost), and the drain rate of
 // a receiver that lagged a whole ring behind (the sender fills the ring while it waits, then it
 // reads the ring out). Where the CPU counts instructions (perf_event_open), the instructions
-// per tick of each side of the throughput run are printed; apps/bench/instructions.sh counts
-// them under callgrind where it does not.
+// per tick of one thread publishing and polling back are printed; apps/bench/instructions.sh
+// counts the same under callgrind where it does not.
 //
 // --stats on|off|both: tickrail's live counters (tickrail-stat) on, off, or both: a second channel
 // with counters off runs in the same rounds, and the p50 ratio on/off says what they cost, one
@@ -261,43 +261,48 @@ double tickrail_latency_round(const Options& o, Publisher& pub, Subscriber& sub,
   return median_of(lat);
 }
 
-// Instructions per tick of each side, from the CPU's counters (-1: not counted here).
-struct SideInstructions {
-  double sender = -1, receiver = -1;
-};
-
-double tickrail_throughput_round(const Options& o, Publisher& pub, Subscriber& sub,
-                                 SideInstructions* ipt = nullptr) {
+double tickrail_throughput_round(const Options& o, Publisher& pub, Subscriber& sub) {
   const Clock& clk = Clock::instance();
   std::uint64_t t0 = 0, t1 = 0, received = 0;
-  const auto per_tick = [&](const InstructionCounter& c, std::uint64_t before) {
-    return c.valid() ? static_cast<double>(c.read() - before) / static_cast<double>(o.throughput_ticks)
-                     : -1.0;
-  };
   on_two_cores(
       o,
       [&] {
-        const InstructionCounter c;
         Tick t{};
         t0 = Clock::now();
-        const std::uint64_t i0 = c.read();
         for (std::uint64_t i = 1; i <= o.throughput_ticks; ++i) {
           while (pub.publish(t).status == PublishStatus::back_pressured) cpu_relax();
         }
-        if (ipt != nullptr) ipt->sender = per_tick(c, i0);
       },
       [&] {
-        const InstructionCounter c;
-        const std::uint64_t i0 = c.read();
         while (received < o.throughput_ticks) {
           const std::size_t n = sub.poll([&](const Tick&) {}, 64);
           received += n;
           if (n == 0) cpu_relax();
         }
         t1 = Clock::now();
-        if (ipt != nullptr) ipt->receiver = per_tick(c, i0);
       });
   return static_cast<double>(o.throughput_ticks) / (clk.to_ns(t1 - t0) * 1e-9);
+}
+
+// Instructions per tick of the publish-to-handler path, from the CPU's counters: this thread
+// publishes a tick and polls it back, 100,000 times, as ipt_loop does under callgrind (two
+// threads would count their spinning too). -1 where the CPU does not count for us.
+double tickrail_instructions_per_tick(Publisher& pub, Subscriber& sub) {
+  const InstructionCounter c;
+  if (!c.valid()) return -1;
+  constexpr std::uint64_t kTicks = 100'000;
+  Tick t{};
+  std::uint64_t got = 0;
+  const auto loop = [&](std::uint64_t n) {
+    for (std::uint64_t i = 0; i < n; ++i) {
+      (void)pub.publish(t);
+      got += sub.poll([](const Tick&) {}, 16);
+    }
+  };
+  loop(1000);  // warm
+  const std::uint64_t before = c.read();
+  loop(kTicks);
+  return static_cast<double>(c.read() - before) / static_cast<double>(kTicks);
 }
 
 // RTT/2 of a tick sent on `out` and echoed back on `back` by the other core.
@@ -476,7 +481,7 @@ struct Channels {
 struct Results {
   Histogram floor, spsc, tickrail, pingpong;
   std::vector<double> r_spsc, r_tr, r_pp, tp_spsc, tp_tr, tp_ratio, tp_stamped, tp_slow, drain;
-  std::vector<double> ipt_sender, ipt_receiver;
+  std::vector<double> ipt;
   std::vector<double> r_pp_stats;  // --stats both: ping-pong p50, counters on / off
   Histogram off, on_paired;               // --stats both: adjacent on/off rounds
   std::vector<double> r_stats, tp_stats;  // per round: counters on / counters off
@@ -506,10 +511,25 @@ void run_round(const Options& o, int r, Channels& ch, boost::lockfree::spsc_queu
   res.r_tr.push_back(t / f);
   res.r_pp.push_back(pp / f);
   if (ch.ping_off) {
+    // Counters off right before or right after a second counters-on run, alternating.
     Histogram scratch;
-    const double pp_off = tickrail_pingpong_round(o, ch.ping_off->pub, ch.ping_off->sub,
-                                                  ch.pong_off->pub, ch.pong_off->sub, scratch);
-    res.r_pp_stats.push_back(pp / pp_off);
+    const auto off = [&] {
+      return tickrail_pingpong_round(o, ch.ping_off->pub, ch.ping_off->sub, ch.pong_off->pub,
+                                     ch.pong_off->sub, scratch);
+    };
+    const auto on = [&] {
+      return tickrail_pingpong_round(o, ch.ping->pub, ch.ping->sub, ch.pong->pub, ch.pong->sub,
+                                     scratch);
+    };
+    double pp_on = 0, pp_off = 0;
+    if (r % 2 == 0) {
+      pp_off = off();
+      pp_on = on();
+    } else {
+      pp_on = on();
+      pp_off = off();
+    }
+    res.r_pp_stats.push_back(pp_on / pp_off);
   }
   double t_off = 0, b_off = 0;
   if (ch.off) {
@@ -526,16 +546,13 @@ void run_round(const Options& o, int r, Channels& ch, boost::lockfree::spsc_queu
     }
   }
   const double a = spsc_throughput_round(o, q);
-  SideInstructions ipt;
-  const double b = tickrail_throughput_round(o, ch.unstamped->pub, ch.unstamped->sub, &ipt);
+  const double b = tickrail_throughput_round(o, ch.unstamped->pub, ch.unstamped->sub);
   const double slow = tickrail_slow_round(o, ch.unstamped->pub, ch.unstamped->sub);
   const double drain = tickrail_drain_round(o, ch.big->pub, ch.big->sub, Channels::kDrainRing);
   res.tp_slow.push_back(slow);
   res.drain.push_back(drain);
-  if (ipt.sender >= 0) {
-    res.ipt_sender.push_back(ipt.sender);
-    res.ipt_receiver.push_back(ipt.receiver);
-  }
+  const double ipt = tickrail_instructions_per_tick(m.pub, m.sub);
+  if (ipt >= 0) res.ipt.push_back(ipt);
   const double b_st = tickrail_throughput_round(o, m.pub, m.sub);
   if (ch.off) {
     b_off = tickrail_throughput_round(o, ch.off->pub, ch.off->sub);
@@ -574,12 +591,12 @@ void print_summary(const Results& res, bool both, std::uint64_t slow_ns) {
               "a receiver a ring (%u ticks) behind drains at %.1f M ticks/s (medians over rounds)\n",
               static_cast<unsigned long long>(slow_ns), median(res.tp_slow) / 1e6,
               Channels::kDrainRing, median(res.drain) / 1e6);
-  if (res.ipt_sender.empty()) {
+  if (res.ipt.empty()) {
     std::printf("instructions per tick: not counted here (no CPU counters: "
                 "apps/bench/instructions.sh counts them under callgrind)\n");
   } else {
-    std::printf("instructions per tick, throughput run (median over rounds): sender %.1f, "
-                "receiver %.1f\n", median(res.ipt_sender), median(res.ipt_receiver));
+    std::printf("instructions per tick, publish + poll + handler in one thread (median over "
+                "rounds): %.1f\n", median(res.ipt));
   }
   std::printf("throughput, median over rounds: spsc_queue %.2f M ticks/s, tickrail %.2f M ticks/s; "
               "tickrail/spsc %.2fx (median of per-round ratios); tickrail stamping send times "
@@ -607,9 +624,8 @@ nlohmann::json results_json(const Options& o, const Results& res, bool both) {
                                     {"tickrail_pingpong", median(res.r_pp)}};
   j["slow_receiver"] = {{"work_ns_per_tick", o.slow_ns}, {"ticks_per_s_median", median(res.tp_slow)}};
   j["drain"] = {{"ring_ticks", Channels::kDrainRing}, {"ticks_per_s_median", median(res.drain)}};
-  if (!res.ipt_sender.empty()) {
-    j["instructions_per_tick_median"] = {{"sender", median(res.ipt_sender)},
-                                         {"receiver", median(res.ipt_receiver)}};
+  if (!res.ipt.empty()) {
+    j["instructions_per_tick_median"] = median(res.ipt);
   }
   j["throughput_ticks_per_s_median"] = {{"spsc_queue", median(res.tp_spsc)}, {"tickrail_shm", median(res.tp_tr)}};
   j["throughput_ratio_tickrail_to_spsc_median"] = median(res.tp_ratio);
