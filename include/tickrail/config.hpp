@@ -79,6 +79,28 @@ struct TICKRAIL_API RdmaConfig {
   void validate() const;  // throws Error(config_error) naming "rdma.<key>"
 };
 
+// Where a subscriber starts (docs/state.md).
+enum class StartMode : std::uint8_t {
+  live,      // at the next tick published
+  snapshot,  // with the publisher's last-value table, then the live stream after it
+};
+[[nodiscard]] TICKRAIL_API const char* to_string(StartMode m) noexcept;
+[[nodiscard]] TICKRAIL_API StartMode parse_start_mode(std::string_view s, std::string_view key = "start");
+
+// The publisher's last-value table (docs/state.md): the latest tick of each instrument in each
+// class, kept on the publish path where subscribers read it without the publisher's CPU.
+// 2^20 instruments: 192 MiB of table with every class kept.
+inline constexpr std::uint32_t kMaxStateCapacity = 1u << 20;
+struct TICKRAIL_API StateConfig {
+  bool enabled = false;  // off: no memory, no cost, and `snapshot` subscribers are refused
+  std::uint32_t capacity = 65536;  // instruments 0..capacity-1 (the ITCH stock locate range)
+  bool quote = true;   // Quote
+  bool trade = true;   // Trade, Execute
+  bool status = true;  // Status
+
+  void validate() const;  // throws Error(config_error) naming "state.<key>"
+};
+
 struct TICKRAIL_API PublisherConfig {
   TransportKind transport = TransportKind::shm;
   std::string channel = "tickrail";  // shm: the socket <shm_dir>/tickrail.<channel>
@@ -98,6 +120,7 @@ struct TICKRAIL_API PublisherConfig {
   // endpoint, this one's creator included, and of its ThreadedPublishers); when none is hot,
   // where the creating thread may run.
   std::string housekeeping_cpus;
+  StateConfig state;
   RdmaConfig rdma;
 
   void validate() const;  // throws Error(config_error)
@@ -108,6 +131,7 @@ struct TICKRAIL_API SubscriberConfig {
   std::string channel = "tickrail";
   SlowConsumerPolicy policy = SlowConsumerPolicy::block;
   std::chrono::milliseconds disconnect_after{1000};  // policy = disconnect
+  StartMode start = StartMode::live;  // snapshot: the channel must keep a last-value table
   // Wait this long for the channel to appear: shm, its publisher's socket; rc, a listener at
   // rdma.address and port.
   std::chrono::milliseconds attach_timeout{0};

@@ -45,7 +45,10 @@
   X(background_wakeups, thread, counter,                                                           \
     "Wake-ups of the publisher's background thread (tr-shm-cond, tr-rc-cm or tr-ud-recov).")       \
   X(stats_wakeups, thread, counter,                                                                \
-    "Wake-ups of the process's stats thread (tr-stats), which refreshes this publisher's rows.")
+    "Wake-ups of the process's stats thread (tr-stats), which refreshes this publisher's rows.")   \
+  X(state_entries, api, gauge, "Entries of the last-value table written at least once.")          \
+  X(state_beyond, api, counter,                                                                    \
+    "Ticks of a class the last-value table keeps, for an instrument beyond its capacity.")
 
 // received + lost always equals the ticks published from the subscriber's first sequence up to
 // its position (Subscriber::next_sequence()), including ticks lapped before its first receipt.
@@ -68,7 +71,9 @@
   X(skips, api, counter,                                                                           \
     "Runs of lost ticks skipped (resuming after being lapped; ud: runs lost for good).")          \
   X(background_wakeups, thread, counter,                                                           \
-    "Wake-ups of the subscriber's background thread (tr-rc-cm or tr-ud-cond; shm has none).")
+    "Wake-ups of the subscriber's background thread (tr-rc-cm or tr-ud-cond; shm has none).")      \
+  X(from_table, api, counter,                                                                      \
+    "Ticks delivered from the publisher's last-value table (a snapshot), not from the live stream.")
 // clang-format on
 
 #define TICKRAIL_DETAIL_MEMBER_api(name) std::uint64_t name = 0;

@@ -9,12 +9,14 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "tickrail/config.hpp"
 #include "tickrail/counters.hpp"
+#include "tickrail/state.hpp"
 #include "tickrail/tick.hpp"
 #include "tickrail/export.hpp"
 
@@ -79,6 +81,10 @@ class TICKRAIL_API Publisher {
   // connection, as subscriber_count()).
   [[nodiscard]] std::vector<SubscriberStatus> subscribers() const;
   [[nodiscard]] const PublisherConfig& config() const noexcept;
+  // The last-value table's entry for `instrument` and `cls`, as a subscriber would read it: the
+  // latest tick of that class published, nullopt when none was, or the channel keeps no table,
+  // or not that class or instrument. Any thread; a concurrent publish may make it a tick newer.
+  [[nodiscard]] std::optional<Tick> last_value(std::uint32_t instrument, StateClass cls) const noexcept;
   // Marks the channel closed (subscribers see it after draining) and releases it. Idempotent.
   void close() noexcept;
 

@@ -139,6 +139,9 @@ class TICKRAIL_API RingReader {
     return n;
   }
 
+  // Ticks consumed without reaching the app (a snapshot's roll forward) are not received.
+  void discount(std::uint64_t n) noexcept { received_ -= n; }
+
   [[nodiscard]] std::uint64_t next_seq() const noexcept { return next_; }
   [[nodiscard]] std::uint64_t received() const noexcept { return received_; }
   [[nodiscard]] std::uint64_t lost() const noexcept { return lost_; }

@@ -85,6 +85,9 @@ class TICKRAIL_API Subscriber {
   [[nodiscard]] SubscriberState state() const noexcept;
   [[nodiscard]] SubscriberCounters counters() const noexcept;
   [[nodiscard]] std::uint64_t next_sequence() const noexcept;
+  // start = snapshot: true until poll() has delivered the snapshot (its last tick carries
+  // kTickLastOfTable; an empty table delivers none). Then the live stream follows.
+  [[nodiscard]] bool in_snapshot() const noexcept;
   // The process's live counters (tickrail-stat) carry this subscriber's counters and the longest
   // interval between two poll() calls, unless SubscriberConfig::stats or TICKRAIL_STATS=0
   // turned them off. Cost when on: a decrement per poll, one RDTSC per 16 empty polls and per

@@ -39,12 +39,28 @@ constexpr detail::EnumName<SlowConsumerPolicy> kPolicyNames[] = {
     {SlowConsumerPolicy::block, "block"},
     {SlowConsumerPolicy::drop, "drop"},
     {SlowConsumerPolicy::disconnect, "disconnect"}};
+constexpr detail::EnumName<StartMode> kStartNames[] = {{StartMode::live, "live"},
+                                                       {StartMode::snapshot, "snapshot"}};
 constexpr detail::EnumName<RcPolling> kPollingNames[] = {{RcPolling::memory, "memory"},
                                                          {RcPolling::cq, "cq"}};
 
 const char* to_string(TransportKind t) noexcept { return detail::name_of(kTransportNames, t); }
 const char* to_string(SlowConsumerPolicy p) noexcept { return detail::name_of(kPolicyNames, p); }
 const char* to_string(RcPolling p) noexcept { return detail::name_of(kPollingNames, p); }
+const char* to_string(StartMode m) noexcept { return detail::name_of(kStartNames, m); }
+
+StartMode parse_start_mode(std::string_view s, std::string_view key) {
+  if (const auto v = detail::value_of(kStartNames, s)) return *v;
+  bad(key, "unknown start mode '" + std::string(s) + "' (expected live or snapshot)");
+}
+
+void StateConfig::validate() const {
+  if (!enabled) return;
+  if (capacity == 0 || capacity > kMaxStateCapacity) {
+    bad("state.capacity", std::to_string(capacity) + " is outside 1.." + std::to_string(kMaxStateCapacity));
+  }
+  if (!quote && !trade && !status) bad("state", "enabled with no class kept (quote, trade, status)");
+}
 
 RcPolling parse_rc_polling(std::string_view s, std::string_view key) {
   if (const auto v = detail::value_of(kPollingNames, s)) return *v;
@@ -84,6 +100,7 @@ void PublisherConfig::validate() const {
   }
   if (shm_dir.empty()) bad("shm_dir", "must not be empty");
   validate_housekeeping_cpus(housekeeping_cpus);
+  state.validate();
   rdma.validate();
 }
 

@@ -298,6 +298,14 @@ void read_rdma_config(ConfigFile::Section s, RdmaConfig& out) {
   s.get("recv_buffers", out.recv_buffers);
 }
 
+static void read_state_config(ConfigFile::Section s, StateConfig& out) {
+  s.get("enabled", out.enabled);
+  s.get("capacity", out.capacity);
+  s.get("quote", out.quote);
+  s.get("trade", out.trade);
+  s.get("status", out.status);
+}
+
 void read_publisher_config(ConfigFile& file, PublisherConfig& out) {
   ConfigFile::Section root = file.root();
   read_common(root, out);
@@ -312,6 +320,8 @@ void read_publisher_config(ConfigFile& file, PublisherConfig& out) {
   p.get("allow_users", out.allow_users);
   p.get("allow_groups", out.allow_groups);
   p.get("stats", out.stats);
+  read_state_config(file.section("state"), out.state);
+  read_state_config(p.section("state"), out.state);
   read_rdma_config(p.section("rdma"), out.rdma);
   p.validated([&] { out.validate(); });
 }
@@ -323,6 +333,7 @@ void read_subscriber_config(ConfigFile& file, SubscriberConfig& out) {
   ConfigFile::Section s = file.section("subscriber");
   read_common(s, out);
   s.get_enum("policy", out.policy, parse_policy);
+  s.get_enum("start", out.start, parse_start_mode);
   s.get("disconnect_after_ms", out.disconnect_after);
   s.get("attach_timeout_ms", out.attach_timeout);
   s.get("publisher_timeout_ms", out.publisher_timeout);
@@ -339,7 +350,7 @@ PublisherConfig load_publisher_config(const std::string& path) {
   ConfigFile f(path);
   PublisherConfig c;
   read_publisher_config(f, c);
-  f.check_read({"", "publisher", "rdma"});
+  f.check_read({"", "publisher", "rdma", "state"});
   return c;
 }
 

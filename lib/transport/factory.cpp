@@ -19,6 +19,11 @@ std::unique_ptr<PublisherTransport> make_publisher_transport(const PublisherConf
                                                              const Placement& where) {
   config.validate();
   if (config.transport == TransportKind::shm) return std::make_unique<shm::ShmPublisher>(config, where);
+  if (config.state.enabled) {
+    throw Error(Errc::unsupported, std::string("the last-value table ([state] enabled) is kept on shm "
+                                               "channels only in this version, not on ") +
+                                       to_string(config.transport));
+  }
 #if TICKRAIL_HAVE_RDMA
   rdma::require_device(config.rdma.device, to_string(config.transport));
   if (config.transport == TransportKind::ud) return std::make_unique<rdma::ud::UdPublisher>(config, where);
@@ -33,6 +38,11 @@ std::unique_ptr<SubscriberTransport> make_subscriber_transport(const SubscriberC
   config.validate();
   (void)where;  // a shared-memory subscriber runs no thread
   if (config.transport == TransportKind::shm) return std::make_unique<shm::ShmSubscriber>(config);
+  if (config.start == StartMode::snapshot) {
+    throw Error(Errc::unsupported, std::string("start = snapshot is available on shm channels only "
+                                               "in this version, not on ") +
+                                       to_string(config.transport));
+  }
 #if TICKRAIL_HAVE_RDMA
   rdma::require_device(config.rdma.device, to_string(config.transport));
   if (config.transport == TransportKind::ud) return std::make_unique<rdma::ud::UdSubscriber>(config, where);

@@ -100,6 +100,24 @@ std::uint32_t Publisher::subscriber_count() const noexcept { return impl_->subsc
 const PublisherCounters& Publisher::counters() const noexcept { return impl_->counters(); }
 std::vector<SubscriberStatus> Publisher::subscribers() const { return impl_->subscribers(); }
 const PublisherConfig& Publisher::config() const noexcept { return impl_->config(); }
+std::optional<Tick> Publisher::last_value(std::uint32_t instrument, StateClass cls) const noexcept {
+  const detail::LastValueWriter* table = impl_->table();
+  if (table == nullptr) return std::nullopt;
+  const detail::TableGeometry g = table->geometry();
+  const auto c = static_cast<unsigned>(cls);
+  if (instrument >= g.capacity || c >= kStateClasses || (g.classes & (1u << c)) == 0) return std::nullopt;
+  Slot& e = table->entries()[std::size_t{instrument} * kStateClasses + c];
+  Tick t;
+  // A publish in another thread may hold the entry for a moment: wait it out (bounded).
+  for (int i = 0; i < 1'000'000; ++i) {
+    switch (detail::read_entry(e, t)) {
+      case detail::EntryRead::ok: return t;
+      case detail::EntryRead::empty: return std::nullopt;
+      case detail::EntryRead::busy: break;
+    }
+  }
+  return std::nullopt;
+}
 void Publisher::close() noexcept {
   if (impl_) impl_->close();
   stats_.set_state(stats::EndpointState::closed);

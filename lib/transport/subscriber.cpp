@@ -138,6 +138,7 @@ SubscriberState Subscriber::state() const noexcept {
 }
 SubscriberCounters Subscriber::counters() const noexcept { return impl_->counters(); }
 std::uint64_t Subscriber::next_sequence() const noexcept { return impl_->next_sequence(); }
+bool Subscriber::in_snapshot() const noexcept { return impl_->in_snapshot(); }
 std::string Subscriber::reason() const { return impl_->reason(); }
 const SubscriberConfig& Subscriber::config() const noexcept { return impl_->config(); }
 

@@ -10,6 +10,7 @@
 
 #include "tickrail/publisher.hpp"
 #include "tickrail/subscriber.hpp"
+#include "core/last_value.hpp"
 #include "core/thread.hpp"
 
 namespace tickrail::detail {
@@ -27,6 +28,8 @@ class PublisherTransport {
   virtual void close() noexcept = 0;
   // The wake-ups of the transport's background thread; nullptr when it runs none.
   virtual WakeCounter* wakeups() noexcept { return nullptr; }
+  // The last-value table it writes; nullptr when the channel keeps none.
+  virtual const LastValueWriter* table() const noexcept { return nullptr; }
 };
 
 class SubscriberTransport {
@@ -48,6 +51,8 @@ class SubscriberTransport {
   virtual std::uint64_t next_sequence() const noexcept = 0;
   virtual std::string reason() const = 0;
   virtual const SubscriberConfig& config() const noexcept = 0;
+  // start = snapshot: true until the snapshot is delivered (poll() delivers it first).
+  virtual bool in_snapshot() const noexcept { return false; }
   virtual void close() noexcept = 0;
   // The wake-ups of the transport's background thread; nullptr when it runs none.
   virtual WakeCounter* wakeups() noexcept { return nullptr; }

@@ -206,6 +206,7 @@ std::size_t ring_bytes(std::uint64_t capacity) noexcept {
 }
 std::size_t control_bytes() noexcept { return round_up(sizeof(Control), kPage); }
 std::size_t status_bytes() noexcept { return round_up(sizeof(Status), kPage); }
+std::size_t table_bytes(std::size_t entry_bytes) noexcept { return round_up(entry_bytes, kPage); }
 
 SharedMemory create_shared(const std::string& what, std::size_t bytes, bool read_only_for_others) {
   SharedMemory m;

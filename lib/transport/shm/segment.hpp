@@ -4,14 +4,15 @@
 // A channel is a UNIX-domain socket at <shm_dir>/tickrail.<channel>, listened on by the publisher.
 // A subscriber connects; the kernel tells each side who the other is (SO_PEERCRED), and each
 // side checks that against its allow-list before it trusts anything. The publisher then hands the
-// subscriber three memfds over the socket (SCM_RIGHTS):
+// subscriber three or four memfds over the socket (SCM_RIGHTS):
 //
 //   ring     one per subscriber entry, capacity Slots; read-only to the subscriber
 //   status   one per channel: heartbeat, closed, published sequence; read-only to subscribers
 //   control  one per attach: the subscriber's credit (the one word it writes) and what the
 //            publisher tells it (active, evicted, first sequence)
+//   table    one per channel that keeps a last-value table (docs/state.md); read-only
 //
-// Read-only means sealed: ring and status carry F_SEAL_FUTURE_WRITE (no new writable mapping or
+// Read-only means sealed: ring, status and table carry F_SEAL_FUTURE_WRITE (no new writable mapping or
 // write(), by any descriptor: mprotect cannot undo it) and every memfd carries F_SEAL_SHRINK |
 // F_SEAL_GROW (nobody can truncate a mapping under the other side: no SIGBUS). Geometry travels
 // in the handshake and is validated once by each side; the publisher reads nothing from shared
@@ -32,7 +33,7 @@
 namespace tickrail::shm {
 
 inline constexpr std::uint64_t kMagic = 0x4c49415252434954ULL;  // "TICKRAIL" in memory
-inline constexpr std::uint32_t kVersion = 2;
+inline constexpr std::uint32_t kVersion = 3;
 inline constexpr std::size_t kPad = 128;  // two lines: the adjacent-line prefetcher pairs them
 
 // What the subscriber's control line says; written by the publisher (a subscriber that forges
@@ -75,6 +76,8 @@ struct Reply {
   std::uint64_t capacity;
   std::uint32_t max_subscribers;
   std::uint32_t index;
+  std::uint32_t table_capacity;  // the last-value table: instruments (0: none, and no 4th memfd)
+  std::uint32_t table_classes;   // bit c: StateClass c kept
   char text[256];  // why, when code != ok
 };
 inline constexpr std::uint8_t kBye = 1;  // subscriber -> publisher: detaching on purpose
@@ -155,6 +158,7 @@ void validate_channel_name(const std::string& channel);
 [[nodiscard]] std::size_t ring_bytes(std::uint64_t capacity) noexcept;
 [[nodiscard]] std::size_t control_bytes() noexcept;
 [[nodiscard]] std::size_t status_bytes() noexcept;
+[[nodiscard]] std::size_t table_bytes(std::size_t entry_bytes) noexcept;  // whole pages
 
 // Publisher side: a listening socket bound at channel_path, atomically: of publishers racing
 // for one name exactly one wins; the others get Errc::rejected naming the live publisher. A

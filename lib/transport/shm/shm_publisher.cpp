@@ -61,6 +61,15 @@ ShmPublisher::ShmPublisher(const PublisherConfig& config, const detail::Placemen
   status_->next_seq.store(1, std::memory_order_relaxed);
   status_->heartbeat_ns.store(monotonic_ns(), std::memory_order_relaxed);
   status_read_only_ = reopen_read_only(status_memory_.fd.get(), "the status line of " + what);
+  if (const auto g = detail::TableGeometry::of(config_.state); g.capacity != 0) {
+    const std::string table = "the last-value table of " + what + " (" +
+                              std::to_string(g.capacity) + " instruments, " +
+                              std::to_string(g.bytes()) + " bytes)";
+    table_memory_ = create_shared(table, table_bytes(g.bytes()), true);
+    table_read_only_ = reopen_read_only(table_memory_.fd.get(), table);
+    if (config_.lock_memory) lock_pages(table_memory_.map, table);
+    table_ = detail::LastValueWriter(static_cast<Slot*>(table_memory_.map.get()), g);
+  }
   const std::size_t rb = ring_bytes(capacity_);
   rings_.reserve(max_subscribers_);
   for (std::uint32_t i = 0; i < max_subscribers_; ++i) {
@@ -170,6 +179,8 @@ void ShmPublisher::answer(Knock& k) {
   reply.version = kVersion;
   reply.capacity = capacity_;
   reply.max_subscribers = max_subscribers_;
+  reply.table_capacity = table_.geometry().capacity;
+  reply.table_classes = table_.geometry().classes;
   const std::string who = "pid " + std::to_string(k.cred.pid) + " of uid " + user_name(k.cred.uid);
   if (!allow_.permits(k.cred)) {
     reply.code = static_cast<std::uint32_t>(ReplyCode::refused);
@@ -221,9 +232,9 @@ bool ShmPublisher::seat_subscriber(Knock& k, const Request& r, Reply& reply) {
   }
   reply.code = static_cast<std::uint32_t>(ReplyCode::ok);
   reply.index = index;
-  const int fds[3] = {rings_read_only_[index].get(), status_read_only_.get(),
-                      seat.control_memory.fd.get()};
-  if (!send_message(k.sock.get(), &reply, sizeof reply, fds, 3)) {
+  const int fds[4] = {rings_read_only_[index].get(), status_read_only_.get(),
+                      seat.control_memory.fd.get(), table_read_only_.get()};
+  if (!send_message(k.sock.get(), &reply, sizeof reply, fds, table_.on() ? 4 : 3)) {
     std::lock_guard g(seats_mutex_);
     seat.control = nullptr;
     seat.control_memory = SharedMemory{};

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/last_value.hpp"
 #include "transport/shm/segment.hpp"
 #include "transport/transport.hpp"
 
@@ -33,6 +34,9 @@ class ShmPublisher final : public detail::PublisherTransport {
   std::vector<SubscriberStatus> subscribers() const override;
   const PublisherConfig& config() const noexcept override { return config_; }
   detail::WakeCounter* wakeups() noexcept override { return &wakeups_; }
+  const detail::LastValueWriter* table() const noexcept override {
+    return table_.on() ? &table_ : nullptr;
+  }
   void close() noexcept override;
 
  private:
@@ -98,6 +102,8 @@ class ShmPublisher final : public detail::PublisherTransport {
   SharedMemory status_memory_;
   Status* status_ = nullptr;
   Fd status_read_only_;
+  SharedMemory table_memory_;  // the last-value table, when the channel keeps one
+  Fd table_read_only_;
   std::vector<SharedMemory> rings_;
   std::vector<Fd> rings_read_only_;
   std::array<Seat, kMaxSubscribers> seats_{};
@@ -117,6 +123,7 @@ class ShmPublisher final : public detail::PublisherTransport {
   std::uint64_t room_until_ = 0;
   std::uint64_t seen_generation_ = 0;
   std::uint64_t served_mask_ = 0;  // bit i: seat i is in active_
+  detail::LastValueWriter table_;
   PublisherCounters counters_{};
 
   // Read by other threads.

@@ -23,6 +23,9 @@ PublishResult ShmPublisher::publish(std::span<const Tick> ticks) noexcept {
   if (n_active_ == 0) {
     next_seq_ += want;
     status_->next_seq.store(next_seq_, std::memory_order_relaxed);
+    if (table_.on()) {
+      table_.update(ticks, next_seq_ - want, config_.stamp_send_time ? Clock::now() : 0, counters_);
+    }
     counters_.published += want;
     counters_.unheard += want;
     return {PublishStatus::no_subscribers, static_cast<std::uint32_t>(want), 0};
@@ -49,6 +52,8 @@ PublishResult ShmPublisher::publish(std::span<const Tick> ticks) noexcept {
     next_seq_ += n;
     counters_.published += n;
     status_->next_seq.store(next_seq_, std::memory_order_relaxed);
+    // After the rings and the published sequence: what SnapshotJoin relies on (snapshot.hpp).
+    if (table_.on()) table_.update(ticks.first(n), first, stamping ? stamp : 0, counters_);
   }
   if (n == want) return {PublishStatus::ok, static_cast<std::uint32_t>(n), blocked};
   ++counters_.back_pressured;

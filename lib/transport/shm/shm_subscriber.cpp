@@ -59,7 +59,7 @@ void ShmSubscriber::handshake(const std::string& what) {
   }
   Reply rep{};
   std::vector<Fd> fds;
-  const long n = receive_message(sock_.get(), &rep, sizeof rep, fds, 3);
+  const long n = receive_message(sock_.get(), &rep, sizeof rep, fds, 4);
   if (n <= 0) throw Error(Errc::peer_gone, what + ": the publisher closed the connection");
   if (static_cast<std::size_t>(n) != sizeof rep || rep.magic != kMagic) {
     throw Error(Errc::bad_magic, what + ": the publisher's answer is not tickrail's");
@@ -76,17 +76,32 @@ void ShmSubscriber::handshake(const std::string& what) {
     case ReplyCode::geometry_mismatch: throw Error(Errc::geometry_mismatch, what + ": " + rep.text);
     default: throw Error(Errc::rejected, what + ": the publisher refused: " + rep.text);
   }
-  if (!is_valid_ring_capacity(rep.capacity) || rep.index >= kMaxSubscribers || fds.size() != 3 ||
+  const detail::TableGeometry table{rep.table_capacity, rep.table_classes};
+  const std::size_t want_fds = table.capacity != 0 ? 4 : 3;
+  if (!is_valid_ring_capacity(rep.capacity) || rep.index >= kMaxSubscribers || fds.size() != want_fds ||
+      (table.capacity != 0 && !table.valid()) ||
       (config_.ring_capacity != 0 && rep.capacity != config_.ring_capacity)) {
     throw Error(Errc::geometry_mismatch,
                 what + ": unusable answer (capacity " + std::to_string(rep.capacity) + ", slot " +
-                    std::to_string(rep.index) + ", " + std::to_string(fds.size()) + " descriptors)");
+                    std::to_string(rep.index) + ", table of " + std::to_string(table.capacity) +
+                    " instruments and classes " + std::to_string(table.classes) + ", " +
+                    std::to_string(fds.size()) + " descriptors)");
+  }
+  if (config_.start == StartMode::snapshot && table.capacity == 0) {
+    throw Error(Errc::unsupported,
+                what + ": start = snapshot needs the channel's last-value table, and its publisher "
+                       "(pid " + std::to_string(publisher_.pid) + ") keeps none (its [state] enabled = false)");
   }
   capacity_ = rep.capacity;
   index_ = rep.index;
   ring_ = map_received(fds[0].get(), ring_bytes(capacity_), false, what + ": ring");
   status_ = map_received(fds[1].get(), status_bytes(), false, what + ": status line");
   control_ = map_received(fds[2].get(), control_bytes(), true, what + ": control line");
+  if (table.capacity != 0) {
+    table_ = map_received(fds[3].get(), table_bytes(table.bytes()), false, what + ": last-value table");
+    table_geometry_ = table;
+    if (config_.start == StartMode::snapshot) join_ = std::make_unique<detail::SnapshotJoin>(table);
+  }
   status_line_ = static_cast<const Status*>(status_.get());
   control_line_ = static_cast<Control*>(control_.get());
   // After a stop, 100 ms for the publisher's conductor to beat again (every conductor_period,

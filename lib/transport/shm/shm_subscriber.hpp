@@ -1,7 +1,10 @@
 // Shared-memory subscriber: claims an entry of the channel, then reads its ring inline.
 #pragma once
 
+#include <memory>
+
 #include "core/silence.hpp"
+#include "transport/snapshot.hpp"
 #include "transport/shm/segment.hpp"
 #include "transport/transport.hpp"
 
@@ -12,12 +15,20 @@ class ShmSubscriber final : public detail::SubscriberTransport {
   explicit ShmSubscriber(const SubscriberConfig& config);
   ~ShmSubscriber() override;
 
-  RingReader* ring() noexcept override { return started_ && !closed_ ? &reader_ : nullptr; }
+  RingReader* ring() noexcept override {
+    return started_ && !closed_ && !in_snapshot() ? &reader_ : nullptr;
+  }
   bool ready() noexcept override { return try_start(); }
   std::size_t poll(detail::TickSink sink, std::size_t limit) noexcept override {
     if (closed_ || !try_start()) return 0;
+    if (in_snapshot()) [[unlikely]] {
+      return join_->step(static_cast<Slot*>(table_.get()), reader_,
+                         [this] { return status_line_->next_seq.load(std::memory_order_acquire); },
+                         sink, limit);
+    }
     return reader_.poll(sink, limit);
   }
+  bool in_snapshot() const noexcept override { return join_ != nullptr && !join_->done(); }
   SubscriberState state() const noexcept override;
   SubscriberCounters counters() const noexcept override {
     SubscriberCounters c;
@@ -25,6 +36,7 @@ class ShmSubscriber final : public detail::SubscriberTransport {
     c.lost = reader_.lost();
     c.laps = reader_.laps();
     c.skips = reader_.skips();
+    c.from_table = join_ != nullptr ? join_->delivered() : 0;
     return c;
   }
   std::uint64_t next_sequence() const noexcept override { return reader_.next_seq(); }
@@ -44,6 +56,9 @@ class ShmSubscriber final : public detail::SubscriberTransport {
   Mapping ring_;     // read-only
   Mapping status_;   // read-only
   Mapping control_;  // ours: the credit word
+  Mapping table_;    // read-only; the last-value table, when the channel keeps one
+  detail::TableGeometry table_geometry_;
+  std::unique_ptr<detail::SnapshotJoin> join_;  // start = snapshot
   const Status* status_line_ = nullptr;
   Control* control_line_ = nullptr;
   // The reader is built once the publisher has chosen our first sequence (on activation).

@@ -1,0 +1,365 @@
+// The last-value table and a subscriber's late join with the current state (start = snapshot).
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "core/last_value.hpp"
+#include "shm_test_util.hpp"
+#include "tickrail/error.hpp"
+#include "tickrail/state.hpp"
+#include "tickrail/tools/config_file.hpp"
+
+using namespace tickrail;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Every word of the tick follows from its sequence number: a torn copy shows.
+Tick derived(std::uint64_t seq) {
+  Tick t{};
+  t.exch_ts = seq * 3;
+  t.order_ref = seq ^ 0x5555'5555'5555'5555ULL;
+  t.price = static_cast<std::int64_t>(seq * 7);
+  t.aux = ~seq;
+  t.qty = static_cast<std::uint32_t>(seq);
+  t.aux_qty = static_cast<std::uint32_t>(seq >> 32) + 1;
+  t.instrument = 0;
+  t.kind = TickKind::Quote;
+  return t;
+}
+bool consistent(const Tick& t) {
+  const std::uint64_t s = t.seq;
+  return t.exch_ts == s * 3 && t.order_ref == (s ^ 0x5555'5555'5555'5555ULL) &&
+         t.price == static_cast<std::int64_t>(s * 7) && t.aux == ~s &&
+         t.qty == static_cast<std::uint32_t>(s) && t.aux_qty == static_cast<std::uint32_t>(s >> 32) + 1 &&
+         t.kind == TickKind::Quote && t.instrument == 0;
+}
+
+// The i-th tick of the stream below: 1,000 instruments, every kind the table keeps and one it
+// does not (Add).
+Tick market_tick(std::uint64_t i) {
+  static constexpr TickKind kKinds[] = {TickKind::Quote, TickKind::Trade, TickKind::Add,
+                                        TickKind::Execute, TickKind::Status, TickKind::Quote};
+  Tick t{};
+  t.instrument = static_cast<std::uint32_t>(((i * 0x9E3779B97F4A7C15ULL) >> 40) % 1000);
+  t.kind = kKinds[i % std::size(kKinds)];
+  t.price = static_cast<std::int64_t>(i);
+  t.qty = static_cast<std::uint32_t>(i % 997);
+  t.exch_ts = i;
+  t.flags = static_cast<std::uint16_t>(i & 0xff);
+  return t;
+}
+
+// An app's view: per (instrument, class), the latest tick.
+using View = std::map<std::pair<std::uint32_t, int>, Tick>;
+void apply(View& v, const Tick& t) {
+  const int c = state_class_of(t.kind);
+  if (c >= 0) v[{t.instrument, c}] = t;
+}
+bool same(const Tick& a, const Tick& b) {
+  return a.seq == b.seq && a.instrument == b.instrument && a.kind == b.kind && a.price == b.price &&
+         a.qty == b.qty && a.exch_ts == b.exch_ts && a.send_ts == b.send_ts &&
+         (a.flags & ~kTickReservedFlags) == (b.flags & ~kTickReservedFlags);
+}
+
+PublisherConfig table_publisher(const std::string& channel) {
+  PublisherConfig pc;
+  pc.channel = channel;
+  pc.ring_capacity = 4096;
+  pc.state.enabled = true;
+  pc.state.capacity = 1000;
+  return pc;
+}
+
+}  // namespace
+
+TEST_CASE("a table entry is never seen torn while the publisher rewrites it", "[state]") {
+  std::vector<Slot> entries(detail::TableGeometry{1, 7}.entries());
+  detail::LastValueWriter w(entries.data(), {1, 7});
+  PublisherCounters c;
+  constexpr std::uint64_t kWrites = 2'000'000;
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (std::uint64_t s = 1; s <= kWrites; ++s) {
+      const Tick t = derived(s);
+      w.update(std::span<const Tick>(&t, 1), s, 0, c);
+    }
+    done.store(true, std::memory_order_release);
+  });
+  std::uint64_t ok = 0, busy = 0, torn = 0, last = 0, backwards = 0;
+  while (!done.load(std::memory_order_acquire)) {
+    Tick t;
+    switch (detail::read_entry(entries[0], t, 1)) {
+      case detail::EntryRead::ok:
+        ++ok;
+        if (!consistent(t)) ++torn;
+        if (t.seq < last) ++backwards;
+        last = t.seq;
+        break;
+      case detail::EntryRead::busy: ++busy; break;
+      case detail::EntryRead::empty: break;
+    }
+  }
+  writer.join();
+  Tick t;
+  REQUIRE(detail::read_entry(entries[0], t) == detail::EntryRead::ok);
+  CHECK(t.seq == kWrites);
+  CHECK(consistent(t));
+  CHECK(c.state_entries == 1);
+  INFO("reads ok " << ok << ", busy or torn and retried " << busy);
+  CHECK(torn == 0);
+  CHECK(backwards == 0);
+}
+
+TEST_CASE("the table keeps the latest tick per instrument and class, and counts what it cannot keep", "[state]") {
+  PublisherConfig pc = table_publisher(test::unique_channel("state-keep"));
+  pc.state.capacity = 10;
+  pc.state.trade = false;
+  Publisher pub(pc);
+  Tick q{};
+  q.kind = TickKind::Quote;
+  q.instrument = 3;
+  q.price = 100;
+  (void)pub.publish(q);
+  q.price = 101;
+  (void)pub.publish(q);
+  Tick tr = q;
+  tr.kind = TickKind::Trade;
+  (void)pub.publish(tr);  // trades are not kept here
+  Tick far = q;
+  far.instrument = 10;  // beyond the capacity
+  (void)pub.publish(far);
+  Tick st{};
+  st.kind = TickKind::Status;
+  st.instrument = 9;
+  (void)pub.publish(st);
+
+  const auto quote = pub.last_value(3, StateClass::quote);
+  REQUIRE(quote);
+  CHECK(quote->price == 101);
+  CHECK(quote->seq == 2);
+  CHECK_FALSE(pub.last_value(3, StateClass::trade));
+  CHECK_FALSE(pub.last_value(10, StateClass::quote));
+  CHECK_FALSE(pub.last_value(4, StateClass::quote));
+  REQUIRE(pub.last_value(9, StateClass::status));
+  CHECK(pub.last_value(9, StateClass::status)->seq == 5);
+  CHECK(pub.counters().state_entries == 2);
+  CHECK(pub.counters().state_beyond == 1);
+}
+
+TEST_CASE("start = snapshot on a channel without a table is refused at construction", "[state]") {
+  PublisherConfig pc;
+  pc.channel = test::unique_channel("state-none");
+  Publisher pub(pc);
+  SubscriberConfig sc;
+  sc.channel = pc.channel;
+  sc.start = StartMode::snapshot;
+  try {
+    Subscriber sub(sc);
+    FAIL("attached");
+  } catch (const Error& e) {
+    CHECK(e.code() == make_error_code(Errc::unsupported));
+    CHECK_THAT(e.what(), Catch::Contains(pc.channel) && Catch::Contains("last-value table"));
+  }
+  sc.start = StartMode::live;
+  Subscriber live(sc);  // the same channel serves live subscribers
+  CHECK_FALSE(live.in_snapshot());
+}
+
+TEST_CASE("a snapshot of an empty table delivers nothing and goes live at once", "[state]") {
+  const PublisherConfig pc = table_publisher(test::unique_channel("state-empty"));
+  Publisher pub(pc);
+  Tick add{};
+  add.kind = TickKind::Add;
+  (void)pub.publish(add);  // a tick the table does not keep
+  SubscriberConfig sc;
+  sc.channel = pc.channel;
+  sc.start = StartMode::snapshot;
+  Subscriber sub(sc);
+  REQUIRE(test::wait_for_subscribers(pub, 1));
+  REQUIRE(sub.wait_active(5s));
+  for (int i = 0; i < 3; ++i) (void)pub.publish(add);
+  std::vector<Tick> got;
+  REQUIRE(test::eventually([&] {
+    (void)sub.poll([&](const Tick& t) { got.push_back(t); });
+    return got.size() >= 3;
+  }));
+  CHECK_FALSE(sub.in_snapshot());
+  CHECK(got.size() == 3);
+  for (const Tick& t : got) CHECK((t.flags & kTickReservedFlags) == 0);
+  CHECK(got.front().seq == 2);
+  CHECK(sub.counters().from_table == 0);
+}
+
+// The acceptance check: a subscriber that joins after 1,000,000 ticks over 1,000 instruments,
+// while the publisher keeps publishing, ends with the view of one present from the start, and
+// of the publisher's table.
+TEST_CASE("a late joiner's snapshot and live stream give the view of a subscriber there from the start", "[state]") {
+  const PublisherConfig pc = table_publisher(test::unique_channel("state-join"));
+  Publisher pub(pc);
+  SubscriberConfig sc;
+  sc.channel = pc.channel;
+  sc.attach_timeout = 5s;
+  Subscriber early(sc);
+  REQUIRE(test::wait_for_subscribers(pub, 1));
+  REQUIRE(early.wait_active(5s));
+
+  constexpr std::uint64_t kTotal = 2'000'000, kJoinAfter = 1'000'000;
+  std::atomic<std::uint64_t> published{0};
+  std::atomic<bool> stop{false}, late_attached{false};
+  // Publishes kTotal ticks, waiting a little past kJoinAfter for the late subscriber to attach
+  // (so that it joins mid-stream), then serves subscriber changes until told to stop.
+  std::thread publisher([&] {
+    const auto deadline = std::chrono::steady_clock::now() + 120s;
+    std::array<Tick, 16> batch{};
+    std::uint64_t i = 0;
+    while (!stop.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < deadline) {
+      if (i >= kTotal || (i >= kJoinAfter + 50'000 && !late_attached.load(std::memory_order_acquire))) {
+        pub.service();
+        std::this_thread::sleep_for(100us);
+        continue;
+      }
+      const std::size_t n = std::min<std::uint64_t>(batch.size(), kTotal - i);
+      for (std::size_t j = 0; j < n; ++j) batch[j] = market_tick(i + j);
+      const PublishResult r = pub.publish(std::span<const Tick>(batch.data(), n));
+      i += r.published;
+      published.store(i, std::memory_order_release);
+    }
+  });
+
+  View early_view, late_view;
+  std::uint64_t early_next = 1;
+  bool early_in_order = true;
+  auto drain_early = [&] {
+    return early.poll([&](const Tick& t) {
+      early_in_order = early_in_order && t.seq == early_next;
+      early_next = t.seq + 1;
+      apply(early_view, t);
+    });
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (published.load(std::memory_order_acquire) < kJoinAfter && std::chrono::steady_clock::now() < deadline) {
+    (void)drain_early();
+  }
+  REQUIRE(published.load() >= kJoinAfter);
+
+  SubscriberConfig lc = sc;
+  lc.start = StartMode::snapshot;
+  // The handshake needs the publisher's conductor, and the publisher needs the early subscriber
+  // drained: attach from another thread.
+  std::unique_ptr<Subscriber> late;
+  std::thread attach([&] {
+    late = std::make_unique<Subscriber>(lc);
+    late_attached.store(true, std::memory_order_release);
+  });
+  while (!late_attached.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline) {
+    if (drain_early() == 0) std::this_thread::sleep_for(20us);
+  }
+  attach.join();
+  REQUIRE(late != nullptr);
+
+  std::uint64_t snapshot_ticks = 0, snapshot_max = 0, last_flagged = 0, live_first = 0, live_next = 0;
+  bool live_in_order = true, flag_after_live = false;
+  auto drain_late = [&] {
+    return late->poll([&](const Tick& t) {
+      if ((t.flags & kTickFromTable) != 0) {
+        flag_after_live = flag_after_live || live_first != 0;
+        ++snapshot_ticks;
+        snapshot_max = std::max(snapshot_max, t.seq);
+        if ((t.flags & kTickLastOfTable) != 0) ++last_flagged;
+      } else {
+        if (live_first == 0) live_first = live_next = t.seq;
+        live_in_order = live_in_order && t.seq == live_next;
+        live_next = t.seq + 1;
+      }
+      apply(late_view, t);
+    });
+  };
+  while ((early_next <= kTotal || late->next_sequence() <= kTotal || late->in_snapshot()) &&
+         std::chrono::steady_clock::now() < deadline) {
+    const std::size_t n = drain_early() + drain_late();
+    if (n == 0 && published.load() >= kTotal) std::this_thread::sleep_for(50us);
+  }
+  stop.store(true);
+  publisher.join();
+
+  REQUIRE(published.load() == kTotal);
+  CHECK(early_in_order);
+  CHECK(early_next == kTotal + 1);
+  CHECK_FALSE(late->in_snapshot());
+  INFO("snapshot: " << snapshot_ticks << " entries up to sequence " << snapshot_max
+                    << ", live from " << live_first);
+  CHECK(snapshot_ticks > 0);
+  CHECK(snapshot_ticks <= 3000);
+  CHECK(last_flagged == 1);
+  CHECK_FALSE(flag_after_live);
+  CHECK(live_first == snapshot_max + 1);  // nothing reflected twice, nothing after it missed
+  CHECK(live_in_order);
+  CHECK(live_next == kTotal + 1);
+  CHECK(snapshot_max >= kJoinAfter);
+  CHECK(snapshot_max < kTotal);  // joined mid-stream
+  const SubscriberCounters lcnt = late->counters();
+  CHECK(lcnt.from_table == snapshot_ticks);
+  CHECK(lcnt.received == kTotal + 1 - live_first);
+  CHECK(lcnt.lost == 0);
+
+  // Every instrument and class: the three views agree.
+  REQUIRE(early_view.size() == late_view.size());
+  std::size_t compared = 0;
+  for (const auto& [key, tick] : early_view) {
+    const auto it = late_view.find(key);
+    REQUIRE(it != late_view.end());
+    CHECK(same(tick, it->second));
+    const auto table = pub.last_value(key.first, static_cast<StateClass>(key.second));
+    REQUIRE(table);
+    CHECK(same(tick, *table));
+    ++compared;
+  }
+  CHECK(compared == early_view.size());
+  CHECK(compared == 3000);  // every instrument has every class by then
+  CHECK(pub.counters().state_entries == 3000);
+}
+
+TEST_CASE("the [state] section and start key are read from a config file and checked", "[state]") {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  const std::string path = dir + "/tickrail-state-test-" + std::to_string(::getpid()) + ".toml";
+  {
+    std::ofstream(path) << "[state]\nenabled = true\ncapacity = 4096\ntrade = false\n"
+                           "[subscriber]\nstart = \"snapshot\"\n";
+  }
+  const PublisherConfig p = load_publisher_config(path);
+  CHECK(p.state.enabled);
+  CHECK(p.state.capacity == 4096);
+  CHECK_FALSE(p.state.trade);
+  CHECK(p.state.quote);
+  {
+    std::ofstream(path) << "[state]\nenabled = true\ncapacity = 0\n";
+  }
+  try {
+    (void)load_publisher_config(path);
+    FAIL("loaded");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("state.capacity") && Catch::Contains("1..1048576"));
+  }
+  {
+    std::ofstream(path) << "[subscriber]\nstart = \"snapshot\"\n";
+  }
+  CHECK(load_subscriber_config(path).start == StartMode::snapshot);
+  {
+    std::ofstream(path) << "[subscriber]\nstart = \"later\"\n";
+  }
+  try {
+    (void)load_subscriber_config(path);
+    FAIL("loaded");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("start") && Catch::Contains("live or snapshot"));
+  }
+  std::remove(path.c_str());
+}
