@@ -1,5 +1,7 @@
 #include "jitter.hpp"
 
+#include <optional>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -51,6 +53,8 @@ void read_options(ConfigFile::Section s, Options& o) {
   s.get("echo_group", o.echo_group);
   s.get("warmup", o.warmup);
   s.get("ping_timeout_ms", o.ping_timeout);
+  s.get("state_out", o.state_out);
+  s.get("state_capacity", o.state_capacity);
   s.validated([&] { validate(o); });
 }
 
@@ -60,6 +64,10 @@ void validate(const Options& o) {
   if (o.ping_timeout.count() <= 0) cli::bad_value("ping_timeout_ms", "must be positive");
   validate_duration("ping_timeout_ms", o.ping_timeout);
   validate_duration("duration_ms", o.duration);
+  if (o.state_capacity == 0 || o.state_capacity > kMaxStateCapacity) {
+    cli::bad_value("state_capacity", std::to_string(o.state_capacity) + " is outside 1.." +
+                                         std::to_string(kMaxStateCapacity));
+  }
 }
 
 Recorder::Recorder(double ns_per_cycle) : ns_per_cycle_(ns_per_cycle) {}
@@ -143,8 +151,17 @@ std::string format_report(const Recorder& r, const RunInfo& info) {
                c.gaps, c.recovered, c.foreign, c.malformed, c.completion_errors);
     }
     if (lost.start_seq > 1 && !rtt) t += fmt("; joined after %" PRIu64 " ticks", lost.start_seq - 1);
+    if (c.conflations != 0) {
+      t += fmt("; %" PRIu64 " conflations (%" PRIu64 " entries from the table)", c.conflations,
+               r.conflated_ticks());
+    }
     if (rtt) t += fmt("; %" PRIu64 " pings unanswered", info.timeouts);
     t += "\n";
+  }
+  if (info.snapshot) {
+    t += fmt("  snapshot: %" PRIu64 " entries of the publisher's last-value table, delivered in %.1f us; "
+             "live from sequence %" PRIu64 "\n",
+             r.snapshot_ticks(), info.snapshot_us, r.first_seq());
   }
   if (r.negative() != 0) {
     t += fmt("  warning: %" PRIu64 " ticks stamped later than received (clocks differ: the "
@@ -185,6 +202,9 @@ nlohmann::json report_json(const Recorder& r, const RunInfo& info) {
   j["ring_lost"] = c.lost;
   j["laps"] = c.laps;
   j["skips"] = c.skips;
+  j["table"] = {{"snapshot", info.snapshot}, {"snapshot_entries", r.snapshot_ticks()},
+                {"snapshot_us", info.snapshot_us}, {"conflations", c.conflations},
+                {"conflated_entries", r.conflated_ticks()}};
   j["transport_counters"] = {{"received", c.received}, {"gaps", c.gaps}, {"recovered", c.recovered},
                              {"foreign", c.foreign}, {"malformed", c.malformed},
                              {"completion_errors", c.completion_errors}};
@@ -274,13 +294,28 @@ void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec
                                 : ~std::uint64_t{0};
   LiveWindows windows(start, clock.ns_to_cycles(1e9));
   const std::uint64_t limit = o.count == 0 ? ~std::uint64_t{0} : o.count;
-  auto handler = [&rec](const Tick& t) { rec.on_tick(t, Clock::now()); };
+  std::optional<MarketView> view;
+  if (!o.state_out.empty()) view.emplace(o.state_capacity);
+  auto handler = [&rec, &view, &sub](const Tick& t) {
+    if ((t.flags & kTickFromTable) != 0) [[unlikely]] {
+      rec.on_table_tick(!sub.in_snapshot());
+    } else {
+      rec.on_tick(t, Clock::now());
+    }
+    if (view) view->apply(t);
+  };
+  info.snapshot = sc.start == StartMode::snapshot;
+  bool in_snapshot = info.snapshot;
 
   for (;;) {
     const std::uint64_t now = Clock::now();
     rec.on_poll(now);
     const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(o.batch, limit - rec.received()));
     const std::size_t n = sub.poll(handler, want);
+    if (in_snapshot && !sub.in_snapshot()) [[unlikely]] {
+      in_snapshot = false;
+      rec.on_snapshot_end(Clock::now());
+    }
     if (rec.received() >= limit) {
       info.ended = "count";
       break;
@@ -305,7 +340,36 @@ void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec
   info.elapsed_s = clock.to_ns(Clock::now() - start) * 1e-9;
   info.counters = sub.counters();
   info.position = sub.next_sequence();
+  if (info.snapshot && rec.snapshot_end() > start) info.snapshot_us = clock.to_ns(rec.snapshot_end() - start) * 1e-3;
   sub.close();
+  if (view) {
+    if (view->beyond() != 0) {
+      info.warnings.push_back(std::to_string(view->beyond()) + " ticks of instruments beyond --state-capacity " +
+                              std::to_string(view->capacity()) + " are not in the view");
+    }
+    write_text_file(o.state_out, state_json(*view, info.position).dump(1) + "\n");
+  }
+}
+
+nlohmann::json state_json(const MarketView& v, std::uint64_t position) {
+  nlohmann::json instruments = nlohmann::json::array();
+  for (std::uint32_t i = 0; i < v.capacity(); ++i) {
+    nlohmann::json row;
+    for (const StateClass c : {StateClass::quote, StateClass::trade, StateClass::status}) {
+      const Tick* t = v.get(i, c);
+      if (t == nullptr) continue;
+      row[to_string(c)] = {{"seq", t->seq},           {"kind", to_string(t->kind)},
+                           {"price", t->price},       {"qty", t->qty},
+                           {"aux", t->aux},           {"aux_qty", t->aux_qty},
+                           {"side", to_string(t->side)}, {"exch_ts", t->exch_ts},
+                           {"order_ref", t->order_ref},
+                           {"flags", t->flags & ~kTickFromTable}};
+    }
+    if (row.is_null()) continue;
+    row["instrument"] = i;
+    instruments.push_back(std::move(row));
+  }
+  return {{"position", position}, {"instruments", std::move(instruments)}};
 }
 
 namespace {

@@ -11,6 +11,7 @@
 #include "tickrail/tools/config_file.hpp"
 #include "tickrail/tools/histogram.hpp"
 #include "tickrail/tools/report.hpp"
+#include "tickrail/state.hpp"
 #include "tickrail/subscriber.hpp"
 #include "tickrail/tick.hpp"
 
@@ -38,6 +39,9 @@ struct Options {
   std::string echo_group;                  // UD: the echo stream's group; empty: first group + 1
   std::uint64_t warmup = 1000;             // pings not recorded, after the first echo
   std::chrono::milliseconds ping_timeout{1000};  // a ping unanswered this long is lost
+  // The market's state (docs/state.md): the view the run ends with, as JSON.
+  std::string state_out;
+  std::uint32_t state_capacity = 65536;    // instruments the view holds
 };
 
 // Reads the [jitter] section (keys: the fields above).
@@ -79,6 +83,15 @@ class Recorder {
     }
     if (t.seq >= next_seq_) next_seq_ = t.seq + 1;
   }
+
+  // A tick from the publisher's last-value table (a snapshot or a conflation): not a latency
+  // sample; the sequence it carries is the entry's, not the stream's.
+  void on_table_tick(bool conflated) noexcept { ++(conflated ? conflated_ticks_ : snapshot_ticks_); }
+  // When the snapshot was delivered (Subscriber::in_snapshot() turned false).
+  void on_snapshot_end(std::uint64_t now) noexcept { snapshot_end_ = now; }
+  [[nodiscard]] std::uint64_t snapshot_ticks() const noexcept { return snapshot_ticks_; }
+  [[nodiscard]] std::uint64_t conflated_ticks() const noexcept { return conflated_ticks_; }
+  [[nodiscard]] std::uint64_t snapshot_end() const noexcept { return snapshot_end_; }
 
   // The top of one turn of the polling loop, at `now`: the time since the previous turn is how
   // long this thread did not poll (the OS taking the core, an interrupt, a page fault...).
@@ -125,6 +138,9 @@ class Recorder {
   std::uint64_t window_lost_ = 0;
   std::uint64_t out_of_order_ = 0;
   std::uint64_t negative_ = 0;
+  std::uint64_t snapshot_ticks_ = 0;
+  std::uint64_t conflated_ticks_ = 0;
+  std::uint64_t snapshot_end_ = 0;  // when the snapshot's last tick arrived (cycles); 0: none
 };
 
 // What ended the run, and the context the report prints.
@@ -139,6 +155,8 @@ struct RunInfo {
   std::vector<std::string> warnings;
   Mode mode = Mode::one_way;
   std::uint64_t timeouts = 0;  // pingpong: pings never answered within ping_timeout
+  bool snapshot = false;         // started with start = snapshot
+  double snapshot_us = 0;        // from the first poll to the snapshot's last tick
 };
 
 // What the subscriber lost, told apart. `total` is the Subscriber's own count (one-way), which
@@ -168,6 +186,10 @@ struct Loss {
 // One-way: attaches (waiting attach_timeout), then records receive time minus the publisher's
 // send stamp, one clock, until the run ends; info says how.
 void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec, RunInfo& info);
+
+// The view's JSON (--state-out): per instrument with any, its latest quote, trade and status
+// with their sequence numbers; two subscribers' views compare with diff.
+[[nodiscard]] nlohmann::json state_json(const MarketView& v, std::uint64_t position);
 
 // "tickrail-jitter: <s>" on stderr, and the once-a-second live line (one system call).
 void note(const std::string& s);

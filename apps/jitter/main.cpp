@@ -16,8 +16,14 @@ void declare(cli::Cli& cli, jitter::Options& o, SubscriberConfig& sc) {
   cli.add_config("TOML config file ([subscriber], [rdma], [jitter]); repeat -c for several");
   cli.option("--transport", "shm, rc or ud", [&](const std::string& v) { sc.transport = parse_transport(v, "--transport"); });
   cli.option("--channel", "channel name", [&](const std::string& v) { sc.channel = v; });
-  cli.option("--policy", "slow-consumer policy: block, drop or disconnect",
+  cli.option("--policy", "slow-consumer policy: block, drop, disconnect or conflate",
              [&](const std::string& v) { sc.policy = parse_policy(v, "--policy"); });
+  cli.option("--start", "live (default): from the next tick; snapshot: from the publisher's last-value table, then live",
+             [&](const std::string& v) { sc.start = parse_start_mode(v, "--start"); });
+  cli.option("--state-capacity", "instruments the --state-out view holds (default 65536)",
+             [&](const std::string& v) {
+               o.state_capacity = static_cast<std::uint32_t>(cli::parse_integer(v, "--state-capacity", 1, kMaxStateCapacity));
+             });
   cli.option("--attach-timeout-ms", "wait this long for the channel to appear (default 10000, at most 24 h)",
              [&](const std::string& v) { sc.attach_timeout = cli::parse_milliseconds(v, "--attach-timeout-ms"); });
   cli.option("--mode",
@@ -41,9 +47,11 @@ void declare(cli::Cli& cli, jitter::Options& o, SubscriberConfig& sc) {
   cli.output("--json", "write the figures as JSON to this file", o.json);
   cli.output("--hgrm", "write HdrHistogram's percentile distribution (ns) to this file", o.hgrm);
   cli.output("--svg", "draw latency by percentile to this SVG file", o.svg);
+  cli.output("--state-out", "write the view of the market the run ends with (latest quote, trade and status per instrument) as JSON to this file", o.state_out);
   cli.flag("--mlock", "lock all memory (mlockall) before measuring", [&] { o.lock_memory = true; });
   cli.flag("-q,--quiet", "no live line", [&] { o.live = false; });
-  cli.value_names({{"--transport", "T"}, {"--channel", "NAME"}, {"--policy", "P"}, {"--attach-timeout-ms", "MS"},
+  cli.value_names({{"--transport", "T"}, {"--channel", "NAME"}, {"--policy", "P"}, {"--start", "MODE"},
+                   {"--state-capacity", "N"}, {"--attach-timeout-ms", "MS"},
                    {"--mode", "M"}, {"--echo-address", "A"}, {"--echo-group", "G"}, {"--warmup", "N"},
                    {"--cpu", "N"}, {"--housekeeping-cpus", "LIST"}, {"--duration", "S"}, {"--count", "N"}});
 }
@@ -71,7 +79,10 @@ int main(int argc, char** argv) {
     if (o.mode == jitter::Mode::pingpong && o.count == 0 && o.duration.count() == 0) o.count = 100'000;
     sc.validate();
     jitter::validate(o);
-    cli.check_outputs({{"--json", &o.json}, {"--hgrm", &o.hgrm}, {"--svg", &o.svg}});
+    if (o.mode != jitter::Mode::one_way && (sc.start == StartMode::snapshot || !o.state_out.empty())) {
+      cli::bad_value("--start snapshot, --state-out", "need --mode one-way");
+    }
+    cli.check_outputs({{"--json", &o.json}, {"--hgrm", &o.hgrm}, {"--svg", &o.svg}, {"--state-out", &o.state_out}});
     return jitter::run(o, sc);
   });
 }

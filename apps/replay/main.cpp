@@ -61,6 +61,8 @@ void declare(cli::Cli& cli, replay::Options& o, PublisherConfig& pc, bool& quiet
              "feed pacing: replay any gap in the feed longer than DURATION (10ms, 1s, 5m) as DURATION",
              [&](const std::string& v) { o.max_gap = replay::parse_duration(v, "--max-gap"); });
   cli.flag("--book", "publish top-of-book quotes built from the order messages", [&] { o.book = true; });
+  cli.flag("--state", "keep the channel's last-value table (latest quote, trade and status per instrument) for subscribers that start from it ([state] enabled)",
+           [&] { pc.state.enabled = true; });
   cli.flag("--skip-bad", "count bad input and go on instead of failing", [&] { o.skip_bad = true; });
   cli.option("--wait-subscribers", "wait for N subscribers before starting (default 1; ud: N connected for recovery)",
              [&](const std::string& v) {

@@ -23,7 +23,13 @@ enum class SlowConsumerPolicy : std::uint8_t {
   block,       // never overwrite unconsumed ticks: publish reports back-pressure for everyone
   drop,        // never wait: the subscriber is lapped and counts exactly what it lost
   disconnect,  // as block, until the ring has stayed full for disconnect_after: then evict it
+  conflate,    // as drop; when lapped, the subscriber catches up through the last-value table
 };
+// drop and conflate: the publisher never waits for such a subscriber, and may overwrite a slot
+// it is reading.
+[[nodiscard]] constexpr bool never_waits(SlowConsumerPolicy p) noexcept {
+  return p == SlowConsumerPolicy::drop || p == SlowConsumerPolicy::conflate;
+}
 
 [[nodiscard]] TICKRAIL_API const char* to_string(TransportKind t) noexcept;
 [[nodiscard]] TICKRAIL_API const char* to_string(SlowConsumerPolicy p) noexcept;

@@ -73,7 +73,9 @@
   X(background_wakeups, thread, counter,                                                           \
     "Wake-ups of the subscriber's background thread (tr-rc-cm or tr-ud-cond; shm has none).")      \
   X(from_table, api, counter,                                                                      \
-    "Ticks delivered from the publisher's last-value table (a snapshot), not from the live stream.")
+    "Ticks delivered from the publisher's last-value table (a snapshot or a conflation), not live.") \
+  X(conflations, api, counter,                                                                     \
+    "Times the subscriber (policy conflate) was lapped and caught up through the last-value table.")
 // clang-format on
 
 #define TICKRAIL_DETAIL_MEMBER_api(name) std::uint64_t name = 0;

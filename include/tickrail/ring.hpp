@@ -114,6 +114,10 @@ class TICKRAIL_API RingReader {
       const std::uint64_t seq = load_acquire(s.words[kSeqWord]);
       if (seq != next_) {
         if (seq > next_) {
+          if (stop_at_laps_) [[unlikely]] {
+            lapped_ = true;
+            break;
+          }
           skip_lapped(seq);
           continue;
         }
@@ -139,8 +143,25 @@ class TICKRAIL_API RingReader {
     return n;
   }
 
-  // Ticks consumed without reaching the app (a snapshot's roll forward) are not received.
-  void discount(std::uint64_t n) noexcept { received_ -= n; }
+  // Ticks consumed without reaching the app (a snapshot's roll forward) are not received; with
+  // `lost`, they count as lost (a conflation's).
+  void discount(std::uint64_t n, bool lost = false) noexcept {
+    received_ -= n;
+    if (lost) lost_ += n;
+  }
+  // A conflating reader stops where it finds itself lapped instead of skipping ahead: lapped()
+  // says so until it moves on with skip_to().
+  void stop_at_laps(bool on) noexcept { stop_at_laps_ = on; }
+  [[nodiscard]] bool lapped() const noexcept { return lapped_; }
+  // Moves ahead to `seq`, counting what it skips as lost, as a lap does.
+  void skip_to(std::uint64_t seq) noexcept {
+    lapped_ = false;
+    if (seq <= next_) return;
+    lost_ += seq - next_;
+    laps_ = (lost_ + capacity_ - 1) / capacity_;
+    ++skips_;
+    next_ = seq;
+  }
 
   [[nodiscard]] std::uint64_t next_seq() const noexcept { return next_; }
   [[nodiscard]] std::uint64_t received() const noexcept { return received_; }
@@ -173,6 +194,8 @@ class TICKRAIL_API RingReader {
   std::uint64_t laps_ = 0;
   std::uint64_t skips_ = 0;
   std::atomic<std::uint64_t>* credit_ = nullptr;
+  bool stop_at_laps_ = false;
+  bool lapped_ = false;
 };
 
 }  // namespace tickrail

@@ -2,7 +2,9 @@
 // subscriber tells ticks from the table apart from live ones (docs/state.md).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "tickrail/tick.hpp"
 
@@ -23,11 +25,54 @@ inline constexpr unsigned kStateClasses = 3;
   }
 }
 
-// Bits of Tick::flags set on ticks a subscriber delivers from the table instead of the live
-// stream. They are tickrail's: publishers leave bits 8-11 of Tick::flags clear.
-inline constexpr std::uint16_t kTickFromTable = 0x0100;  // an entry of the table, not a live tick
-inline constexpr std::uint16_t kTickLastOfTable = 0x0200;  // the last entry of this delivery
-inline constexpr std::uint16_t kTickConflated = 0x0400;  // delivered because the subscriber fell behind
-inline constexpr std::uint16_t kTickReservedFlags = 0x0f00;
+// The bit of Tick::flags set on ticks a subscriber delivers from the table (a snapshot, or a
+// conflation: Subscriber::in_snapshot() says which) instead of the live stream. It is
+// tickrail's: publishers leave it clear (the feed readers never set it: ITCH puts a printable
+// character in the high byte, the CSV reader refuses flags above 0x7fff).
+inline constexpr std::uint16_t kTickFromTable = 0x8000;
+
+// An app's view of the market: per instrument and class, the latest tick it was given (live, or
+// from the table). Allocates at construction only; apply() and get() are poll-path safe.
+class MarketView {
+ public:
+  explicit MarketView(std::uint32_t capacity)
+      : capacity_(capacity), entries_(std::size_t{capacity} * kStateClasses) {}
+
+  // Keeps `t` if it updates a class and is not older than what the view holds; false when its
+  // instrument is beyond the capacity (counted in beyond()).
+  bool apply(const Tick& t) noexcept {
+    const int c = state_class_of(t.kind);
+    if (c < 0) return true;
+    if (t.instrument >= capacity_) {
+      ++beyond_;
+      return false;
+    }
+    Tick& e = entries_[std::size_t{t.instrument} * kStateClasses + static_cast<unsigned>(c)];
+    if (t.seq >= e.seq) e = t;
+    return true;
+  }
+  // The latest tick of `instrument` in `cls`, or nullptr.
+  [[nodiscard]] const Tick* get(std::uint32_t instrument, StateClass cls) const noexcept {
+    if (instrument >= capacity_) return nullptr;
+    const Tick& e = entries_[std::size_t{instrument} * kStateClasses + static_cast<unsigned>(cls)];
+    return e.seq != 0 ? &e : nullptr;
+  }
+  [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
+  [[nodiscard]] std::uint64_t beyond() const noexcept { return beyond_; }
+
+ private:
+  std::uint32_t capacity_;
+  std::vector<Tick> entries_;  // seq 0: none
+  std::uint64_t beyond_ = 0;
+};
+
+[[nodiscard]] constexpr const char* to_string(StateClass c) noexcept {
+  switch (c) {
+    case StateClass::quote: return "quote";
+    case StateClass::trade: return "trade";
+    case StateClass::status: return "status";
+  }
+  return "?";
+}
 
 }  // namespace tickrail

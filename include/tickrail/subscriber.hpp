@@ -85,8 +85,10 @@ class TICKRAIL_API Subscriber {
   [[nodiscard]] SubscriberState state() const noexcept;
   [[nodiscard]] SubscriberCounters counters() const noexcept;
   [[nodiscard]] std::uint64_t next_sequence() const noexcept;
-  // start = snapshot: true until poll() has delivered the snapshot (its last tick carries
-  // kTickLastOfTable; an empty table delivers none). Then the live stream follows.
+  // start = snapshot: true until poll() has delivered the snapshot (ticks flagged kTickFromTable;
+  // an empty table delivers none): it turns false when the poll that delivered the last entry
+  // returns, and no poll mixes them with live ticks. Then the live stream follows. Table ticks
+  // while it is false come from a conflation (policy = conflate). Callable from the handler.
   [[nodiscard]] bool in_snapshot() const noexcept;
   // The process's live counters (tickrail-stat) carry this subscriber's counters and the longest
   // interval between two poll() calls, unless SubscriberConfig::stats or TICKRAIL_STATS=0

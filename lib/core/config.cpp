@@ -38,7 +38,8 @@ constexpr detail::EnumName<TransportKind> kTransportNames[] = {
 constexpr detail::EnumName<SlowConsumerPolicy> kPolicyNames[] = {
     {SlowConsumerPolicy::block, "block"},
     {SlowConsumerPolicy::drop, "drop"},
-    {SlowConsumerPolicy::disconnect, "disconnect"}};
+    {SlowConsumerPolicy::disconnect, "disconnect"},
+    {SlowConsumerPolicy::conflate, "conflate"}};
 constexpr detail::EnumName<StartMode> kStartNames[] = {{StartMode::live, "live"},
                                                        {StartMode::snapshot, "snapshot"}};
 constexpr detail::EnumName<RcPolling> kPollingNames[] = {{RcPolling::memory, "memory"},
@@ -74,7 +75,7 @@ TransportKind parse_transport(std::string_view s, std::string_view key) {
 
 SlowConsumerPolicy parse_policy(std::string_view s, std::string_view key) {
   if (const auto v = detail::value_of(kPolicyNames, s)) return *v;
-  bad(key, "unknown policy '" + std::string(s) + "' (expected block, drop or disconnect)");
+  bad(key, "unknown policy '" + std::string(s) + "' (expected block, drop, disconnect or conflate)");
 }
 
 void RdmaConfig::validate() const {

@@ -38,10 +38,11 @@ std::unique_ptr<SubscriberTransport> make_subscriber_transport(const SubscriberC
   config.validate();
   (void)where;  // a shared-memory subscriber runs no thread
   if (config.transport == TransportKind::shm) return std::make_unique<shm::ShmSubscriber>(config);
-  if (config.start == StartMode::snapshot) {
-    throw Error(Errc::unsupported, std::string("start = snapshot is available on shm channels only "
-                                               "in this version, not on ") +
-                                       to_string(config.transport));
+  if (config.start == StartMode::snapshot || config.policy == SlowConsumerPolicy::conflate) {
+    throw Error(Errc::unsupported,
+                std::string(config.start == StartMode::snapshot ? "start = snapshot" : "policy = conflate") +
+                    " is available on shm channels only in this version, not on " +
+                    to_string(config.transport));
   }
 #if TICKRAIL_HAVE_RDMA
   rdma::require_device(config.rdma.device, to_string(config.transport));

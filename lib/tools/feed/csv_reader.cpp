@@ -330,7 +330,7 @@ bool CsvTickReader::parse_line(std::string_view line, Tick& t, std::string& erro
         t.aux_qty = static_cast<std::uint32_t>(v);
         break;
       case Field::flags:
-        if (!parse_uint(f, 0xffff, v)) return bad(c, "is not an integer in 0..65535");
+        if (!parse_uint(f, 0x7fff, v)) return bad(c, "is not an integer in 0..32767 (bit 15 is tickrail's: kTickFromTable)");
         t.flags = static_cast<std::uint16_t>(v);
         break;
       case Field::kind:

@@ -15,8 +15,9 @@ std::uint32_t saturate32(std::uint64_t v) noexcept {
 Side side_of(std::uint8_t c) noexcept {
   return c == 'B' ? Side::Buy : c == 'S' ? Side::Sell : Side::None;
 }
+// The code character is printable ASCII; its top bit, were it set, would be kTickFromTable's.
 std::uint16_t flags_of(const std::uint8_t* m, std::size_t code_at) noexcept {
-  return static_cast<std::uint16_t>(m[0] | (m[code_at] << 8));
+  return static_cast<std::uint16_t>(m[0] | ((m[code_at] & 0x7f) << 8));
 }
 
 // Order messages (A F E C X D U P Q): true when `m` is one, with `out` filled.

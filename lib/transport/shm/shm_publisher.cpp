@@ -188,7 +188,7 @@ void ShmPublisher::answer(Knock& k) {
                          allow_.describe() + "; the publisher's allow_users and allow_groups)");
     logger()->warn("publisher '{}': refused {}: not in allow_users or allow_groups", config_.channel, who);
   } else if (static_cast<std::size_t>(n) != sizeof r || r.magic != kMagic || r.version != kVersion ||
-             r.policy > static_cast<std::uint32_t>(SlowConsumerPolicy::disconnect)) {
+             r.policy > static_cast<std::uint32_t>(SlowConsumerPolicy::conflate)) {
     reply.code = static_cast<std::uint32_t>(ReplyCode::bad_request);
     copy_text(reply, "malformed attach request (protocol version " + std::to_string(kVersion) + ")");
   } else if (r.ring_capacity != 0 && r.ring_capacity != capacity_) {

@@ -42,7 +42,7 @@ PublishResult ShmPublisher::publish(std::span<const Tick> ticks) noexcept {
     const std::uint32_t n_active = n_active_;
     for (std::uint32_t a = 0; a < n_active; ++a) {
       Slot* const ring = active_[a].ring;
-      const bool may_be_read = active_[a].policy == SlowConsumerPolicy::drop;
+      const bool may_be_read = never_waits(active_[a].policy);
       for (std::uint64_t j = 0; j < n; ++j) {
         const Tick& t = ticks[j];
         write_slot(ring[(first + j) & mask], t, first + j, stamping ? stamp : t.send_ts,
@@ -52,7 +52,7 @@ PublishResult ShmPublisher::publish(std::span<const Tick> ticks) noexcept {
     next_seq_ += n;
     counters_.published += n;
     status_->next_seq.store(next_seq_, std::memory_order_relaxed);
-    // After the rings and the published sequence: what SnapshotJoin relies on (snapshot.hpp).
+    // After the rings and the published sequence: what TableDelivery relies on (table_delivery.hpp).
     if (table_.on()) table_.update(ticks.first(n), first, stamping ? stamp : 0, counters_);
   }
   if (n == want) return {PublishStatus::ok, static_cast<std::uint32_t>(n), blocked};
@@ -65,7 +65,7 @@ std::uint64_t ShmPublisher::room(std::uint64_t want, std::uint64_t& blocked) noe
   std::uint64_t until = ~std::uint64_t{0};
   for (std::uint32_t a = 0; a < n_active_;) {
     Active& s = active_[a];
-    if (s.policy == SlowConsumerPolicy::drop) {
+    if (never_waits(s.policy)) {
       ++a;
       continue;
     }

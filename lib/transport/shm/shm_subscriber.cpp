@@ -87,10 +87,13 @@ void ShmSubscriber::handshake(const std::string& what) {
                     " instruments and classes " + std::to_string(table.classes) + ", " +
                     std::to_string(fds.size()) + " descriptors)");
   }
-  if (config_.start == StartMode::snapshot && table.capacity == 0) {
+  const bool needs_table = config_.start == StartMode::snapshot || config_.policy == SlowConsumerPolicy::conflate;
+  if (needs_table && table.capacity == 0) {
     throw Error(Errc::unsupported,
-                what + ": start = snapshot needs the channel's last-value table, and its publisher "
-                       "(pid " + std::to_string(publisher_.pid) + ") keeps none (its [state] enabled = false)");
+                what + ": " +
+                    (config_.start == StartMode::snapshot ? "start = snapshot" : "policy = conflate") +
+                    " needs the channel's last-value table, and its publisher (pid " +
+                    std::to_string(publisher_.pid) + ") keeps none (its [state] enabled = false)");
   }
   capacity_ = rep.capacity;
   index_ = rep.index;
@@ -100,7 +103,7 @@ void ShmSubscriber::handshake(const std::string& what) {
   if (table.capacity != 0) {
     table_ = map_received(fds[3].get(), table_bytes(table.bytes()), false, what + ": last-value table");
     table_geometry_ = table;
-    if (config_.start == StartMode::snapshot) join_ = std::make_unique<detail::SnapshotJoin>(table);
+    if (needs_table) table_delivery_ = std::make_unique<detail::TableDelivery>(table);
   }
   status_line_ = static_cast<const Status*>(status_.get());
   control_line_ = static_cast<Control*>(control_.get());
@@ -120,8 +123,24 @@ bool ShmSubscriber::try_start() noexcept {
   }
   reader_ = RingReader(static_cast<Slot*>(ring_.get()), capacity_,
                        control_line_->start_seq.load(std::memory_order_relaxed), &control_line_->credit);
+  reader_.stop_at_laps(config_.policy == SlowConsumerPolicy::conflate);
+  if (config_.start == StartMode::snapshot) {
+    table_delivery_->begin(detail::TableDelivery::Why::snapshot, reader_, published());
+  }
   started_ = true;
   return true;
+}
+
+std::size_t ShmSubscriber::poll_with_table(detail::TickSink sink, std::size_t limit) noexcept {
+  if (table_delivery_->busy()) {
+    return table_delivery_->step(static_cast<Slot*>(table_.get()), reader_,
+                                 [this] { return published(); }, sink, limit);
+  }
+  const std::size_t n = reader_.poll(sink, limit);
+  if (reader_.lapped()) [[unlikely]] {
+    table_delivery_->begin(detail::TableDelivery::Why::conflation, reader_, published());
+  }
+  return n;
 }
 
 SubscriberState ShmSubscriber::state() const noexcept {

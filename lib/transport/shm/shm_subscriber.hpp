@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "core/silence.hpp"
-#include "transport/snapshot.hpp"
+#include "transport/table_delivery.hpp"
 #include "transport/shm/segment.hpp"
 #include "transport/transport.hpp"
 
@@ -15,20 +15,23 @@ class ShmSubscriber final : public detail::SubscriberTransport {
   explicit ShmSubscriber(const SubscriberConfig& config);
   ~ShmSubscriber() override;
 
+  // Polled inline once started, but for conflate subscribers (which look for laps here) and
+  // during a snapshot.
   RingReader* ring() noexcept override {
-    return started_ && !closed_ && !in_snapshot() ? &reader_ : nullptr;
+    return started_ && !closed_ && config_.policy != SlowConsumerPolicy::conflate && !in_snapshot()
+               ? &reader_
+               : nullptr;
   }
   bool ready() noexcept override { return try_start(); }
   std::size_t poll(detail::TickSink sink, std::size_t limit) noexcept override {
     if (closed_ || !try_start()) return 0;
-    if (in_snapshot()) [[unlikely]] {
-      return join_->step(static_cast<Slot*>(table_.get()), reader_,
-                         [this] { return status_line_->next_seq.load(std::memory_order_acquire); },
-                         sink, limit);
-    }
+    if (table_delivery_ != nullptr) [[unlikely]] return poll_with_table(sink, limit);
     return reader_.poll(sink, limit);
   }
-  bool in_snapshot() const noexcept override { return join_ != nullptr && !join_->done(); }
+  bool in_snapshot() const noexcept override {
+    return table_delivery_ != nullptr && table_delivery_->busy() &&
+           table_delivery_->why() == detail::TableDelivery::Why::snapshot;
+  }
   SubscriberState state() const noexcept override;
   SubscriberCounters counters() const noexcept override {
     SubscriberCounters c;
@@ -36,7 +39,10 @@ class ShmSubscriber final : public detail::SubscriberTransport {
     c.lost = reader_.lost();
     c.laps = reader_.laps();
     c.skips = reader_.skips();
-    c.from_table = join_ != nullptr ? join_->delivered() : 0;
+    if (table_delivery_ != nullptr) {
+      c.from_table = table_delivery_->delivered();
+      c.conflations = table_delivery_->deliveries(detail::TableDelivery::Why::conflation);
+    }
     return c;
   }
   std::uint64_t next_sequence() const noexcept override { return reader_.next_seq(); }
@@ -58,7 +64,12 @@ class ShmSubscriber final : public detail::SubscriberTransport {
   Mapping control_;  // ours: the credit word
   Mapping table_;    // read-only; the last-value table, when the channel keeps one
   detail::TableGeometry table_geometry_;
-  std::unique_ptr<detail::SnapshotJoin> join_;  // start = snapshot
+  // start = snapshot or policy = conflate: the table delivered at the start and after laps.
+  std::unique_ptr<detail::TableDelivery> table_delivery_;
+  std::size_t poll_with_table(detail::TickSink sink, std::size_t limit) noexcept;
+  std::uint64_t published() const noexcept {
+    return status_line_->next_seq.load(std::memory_order_acquire);
+  }
   const Status* status_line_ = nullptr;
   Control* control_line_ = nullptr;
   // The reader is built once the publisher has chosen our first sequence (on activation).

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -433,4 +434,94 @@ TEST_CASE("aProcessWithOneCpuRunsAndWarnsThatItsThreadsShareIt", "[e2e][threads]
   INFO(f.output);
   CHECK(f.status == 0);
   CHECK_THAT(f.output, Catch::Contains("may use no other cpu: background threads share it"));
+}
+
+// The market's state through the programs (docs/state.md): tickrail-replay --book --state
+// publishes a steady stream; one tickrail-jitter is there from the start (block), one with
+// --policy conflate is stopped with SIGSTOP for 2 s mid-stream, one joins late with --start
+// snapshot. All three end with the same view (--state-out), the conflating one having counted
+// what it skipped, the late one having started from a snapshot.
+TEST_CASE("replayStateToJittersLateJoinAndConflateEndWithTheSameView", "[e2e][state]") {
+  const char* t = std::getenv("TICKRAIL_E2E_TRANSPORT");
+  INFO("the last-value table is kept on shared memory only in this version (the rig runs ~[state])");
+  REQUIRE((t == nullptr || *t == '\0' || std::string(t) == "shm"));
+  const std::string replay = program("TICKRAIL_REPLAY", "apps/replay/tickrail-replay");
+  const std::string jitter = program("TICKRAIL_JITTER", "apps/jitter/tickrail-jitter");
+  const std::string base = (std::filesystem::temp_directory_path() /
+                            ("tickrail-e2e-state-" + std::to_string(getpid())))
+                               .string();
+  const std::string channel = "e2e-state-" + std::to_string(getpid());
+  auto jitter_args = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> a = {jitter, "--channel", channel, "--attach-timeout-ms", "60000", "--quiet",
+                                  "--json", base + "-" + name + ".json", "--state-out",
+                                  base + "-" + name + "-state.json"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  std::vector<std::string> keeper_args = jitter_args("keeper", {});
+  keeper_args.erase(std::find(keeper_args.begin(), keeper_args.end(), "--quiet"));  // its live line
+  const pid_t keeper = spawn(keeper_args, base + "-keeper.log");
+  const pid_t slow = spawn(jitter_args("slow", {"--policy", "conflate"}), base + "-slow.log");
+  // 4,000,000 input messages (about 1,080,000 ticks with --book) at 200,000 ticks a second: 5 s
+  // of stream, with every ring (16,384) lapped many times
+  // over by a 2 s stop.
+  const pid_t r = spawn({replay, "--channel", channel, "--quiet", "--book", "--state", "--instruments", "50",
+                         "--rate", "200000", "--count", "4000000", "--wait-subscribers", "2",
+                         "--wait-timeout-ms", "60000", "--json", base + "-replay.json"},
+                        base + "-replay.log");
+  // Once the stream flows (the keeper's live line counts ticks), stop the slow one for 2 s, and
+  // let the late one join meanwhile.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const std::regex flowing("total [1-9]");
+  while (std::chrono::steady_clock::now() < deadline && !std::regex_search(slurp(base + "-keeper.log"), flowing)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  REQUIRE(::kill(slow, SIGSTOP) == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  const pid_t late = spawn(jitter_args("late", {"--start", "snapshot"}), base + "-late.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  REQUIRE(::kill(slow, SIGCONT) == 0);
+
+  const int rc_replay = wait_bounded(r, std::chrono::seconds(240));
+  const int rc_keeper = wait_bounded(keeper, std::chrono::seconds(60));
+  const int rc_slow = wait_bounded(slow, std::chrono::seconds(60));
+  const int rc_late = wait_bounded(late, std::chrono::seconds(60));
+  INFO("replay:\n" << slurp(base + "-replay.log") << "\nkeeper:\n" << slurp(base + "-keeper.log")
+                   << "\nslow:\n" << slurp(base + "-slow.log") << "\nlate:\n" << slurp(base + "-late.log"));
+  REQUIRE(rc_replay == 0);
+  REQUIRE(rc_keeper == 0);
+  REQUIRE(rc_slow == 0);
+  REQUIRE(rc_late == 0);
+  const auto report = [&](const std::string& name) { return nlohmann::json::parse(slurp(base + "-" + name + ".json")); };
+  const auto state = [&](const std::string& name) {
+    return nlohmann::json::parse(slurp(base + "-" + name + "-state.json"));
+  };
+  const nlohmann::json rep = report("replay"), k = report("keeper"), s = report("slow"), l = report("late");
+  const std::uint64_t published = rep["ticks_published"];
+  CHECK(k["lost"] == 0);
+  CHECK(k["count"] == published);
+  // The stopped one was lapped, caught up through the table, and counted exactly what it skipped.
+  CHECK(s["table"]["conflations"] >= 1);
+  CHECK(s["table"]["conflated_entries"] > 0);
+  CHECK(s["ring_lost"] > 0);
+  CHECK(s["count"].get<std::uint64_t>() + s["ring_lost"].get<std::uint64_t>() == published);
+  // The late one started from a snapshot, then went on live from the tick after it.
+  CHECK(l["table"]["snapshot"] == true);
+  CHECK(l["table"]["snapshot_entries"] > 0);
+  CHECK(l["start_seq"] > 1);
+  CHECK(l["lost"] == 0);
+  CHECK(l["count"].get<std::uint64_t>() == published + 1 - l["first_seq"].get<std::uint64_t>());
+  tickrail::test::require_json_documented(l, "### JSON of tickrail-jitter");
+  // The three views are one.
+  const nlohmann::json ks = state("keeper");
+  CHECK(ks["instruments"].size() > 0);
+  CHECK(ks["position"] == published + 1);
+  CHECK(state("slow") == ks);
+  CHECK(state("late") == ks);
+  CHECK_THAT(slurp(base + "-late.log"), Catch::Contains("snapshot: "));
+  for (const char* name : {"replay", "keeper", "slow", "late"}) {
+    std::error_code ec;
+    for (const std::string suffix : {".json", ".log", "-state.json"}) std::filesystem::remove(base + "-" + name + suffix, ec);
+  }
 }

@@ -53,7 +53,7 @@ Tick market_tick(std::uint64_t i) {
   t.price = static_cast<std::int64_t>(i);
   t.qty = static_cast<std::uint32_t>(i % 997);
   t.exch_ts = i;
-  t.flags = static_cast<std::uint16_t>(i & 0xff);
+  t.flags = static_cast<std::uint16_t>(i & 0x7fff);
   return t;
 }
 
@@ -66,7 +66,7 @@ void apply(View& v, const Tick& t) {
 bool same(const Tick& a, const Tick& b) {
   return a.seq == b.seq && a.instrument == b.instrument && a.kind == b.kind && a.price == b.price &&
          a.qty == b.qty && a.exch_ts == b.exch_ts && a.send_ts == b.send_ts &&
-         (a.flags & ~kTickReservedFlags) == (b.flags & ~kTickReservedFlags);
+         (a.flags & ~kTickFromTable) == (b.flags & ~kTickFromTable);
 }
 
 PublisherConfig table_publisher(const std::string& channel) {
@@ -193,7 +193,7 @@ TEST_CASE("a snapshot of an empty table delivers nothing and goes live at once",
   }));
   CHECK_FALSE(sub.in_snapshot());
   CHECK(got.size() == 3);
-  for (const Tick& t : got) CHECK((t.flags & kTickReservedFlags) == 0);
+  for (const Tick& t : got) CHECK((t.flags & kTickFromTable) == 0);
   CHECK(got.front().seq == 2);
   CHECK(sub.counters().from_table == 0);
 }
@@ -265,22 +265,27 @@ TEST_CASE("a late joiner's snapshot and live stream give the view of a subscribe
   attach.join();
   REQUIRE(late != nullptr);
 
-  std::uint64_t snapshot_ticks = 0, snapshot_max = 0, last_flagged = 0, live_first = 0, live_next = 0;
-  bool live_in_order = true, flag_after_live = false;
+  std::uint64_t snapshot_ticks = 0, snapshot_max = 0, live_first = 0, live_next = 0;
+  bool live_in_order = true, flag_after_live = false, mixed = false, snapshot_said = true;
   auto drain_late = [&] {
-    return late->poll([&](const Tick& t) {
+    std::uint64_t table_in_poll = 0, live_in_poll = 0;
+    const std::size_t n = late->poll([&](const Tick& t) {
       if ((t.flags & kTickFromTable) != 0) {
+        ++table_in_poll;
+        snapshot_said = snapshot_said && late->in_snapshot();
         flag_after_live = flag_after_live || live_first != 0;
         ++snapshot_ticks;
         snapshot_max = std::max(snapshot_max, t.seq);
-        if ((t.flags & kTickLastOfTable) != 0) ++last_flagged;
       } else {
+        ++live_in_poll;
         if (live_first == 0) live_first = live_next = t.seq;
         live_in_order = live_in_order && t.seq == live_next;
         live_next = t.seq + 1;
       }
       apply(late_view, t);
     });
+    mixed = mixed || (table_in_poll != 0 && live_in_poll != 0);
+    return n;
   };
   while ((early_next <= kTotal || late->next_sequence() <= kTotal || late->in_snapshot()) &&
          std::chrono::steady_clock::now() < deadline) {
@@ -298,8 +303,9 @@ TEST_CASE("a late joiner's snapshot and live stream give the view of a subscribe
                     << ", live from " << live_first);
   CHECK(snapshot_ticks > 0);
   CHECK(snapshot_ticks <= 3000);
-  CHECK(last_flagged == 1);
   CHECK_FALSE(flag_after_live);
+  CHECK_FALSE(mixed);  // no poll delivers table and live ticks together
+  CHECK(snapshot_said);  // in_snapshot() was true while its ticks were delivered
   CHECK(live_first == snapshot_max + 1);  // nothing reflected twice, nothing after it missed
   CHECK(live_in_order);
   CHECK(live_next == kTotal + 1);
@@ -362,4 +368,148 @@ TEST_CASE("the [state] section and start key are read from a config file and che
     CHECK_THAT(e.what(), Catch::Contains("start") && Catch::Contains("live or snapshot"));
   }
   std::remove(path.c_str());
+}
+
+// policy = conflate: a subscriber that stops reading while the stream goes on is lapped; it then
+// catches up through the table, and ends with the view of one that kept up, its loss counted.
+TEST_CASE("a conflate subscriber that stops reading ends with the view of one that kept up", "[state]") {
+  const PublisherConfig pc = table_publisher(test::unique_channel("state-conflate"));
+  Publisher pub(pc);
+  SubscriberConfig sc;
+  sc.channel = pc.channel;
+  Subscriber keeper(sc);
+  SubscriberConfig cc = sc;
+  cc.policy = SlowConsumerPolicy::conflate;
+  Subscriber slow(cc);
+  REQUIRE(test::wait_for_subscribers(pub, 2));
+  REQUIRE(keeper.wait_active(5s));
+  REQUIRE(slow.wait_active(5s));
+
+  constexpr std::uint64_t kTotal = 2'000'000, kPauseFrom = 500'000, kPauseTo = 1'500'000;
+  std::atomic<std::uint64_t> published{0};
+  std::atomic<bool> stop{false};
+  std::thread publisher([&] {
+    const auto deadline = std::chrono::steady_clock::now() + 120s;
+    std::array<Tick, 16> batch{};
+    std::uint64_t i = 0;
+    while (i < kTotal && !stop.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < deadline) {
+      const std::size_t n = std::min<std::uint64_t>(batch.size(), kTotal - i);
+      for (std::size_t j = 0; j < n; ++j) batch[j] = market_tick(i + j);
+      i += pub.publish(std::span<const Tick>(batch.data(), n)).published;
+      published.store(i, std::memory_order_release);
+    }
+  });
+
+  View keeper_view, slow_view;
+  std::uint64_t slow_live = 0, slow_table = 0, slow_next_live = 0;
+  bool slow_in_order = true;
+  std::vector<bool> seen(kTotal + 1, false);
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  while ((keeper.next_sequence() <= kTotal || slow.next_sequence() <= kTotal) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::size_t n = keeper.poll([&](const Tick& t) { apply(keeper_view, t); });
+    const std::uint64_t p = published.load(std::memory_order_acquire);
+    if (p < kPauseFrom || p >= kPauseTo) {
+      n += slow.poll([&](const Tick& t) {
+        if ((t.flags & kTickFromTable) != 0) {
+          CHECK_FALSE(slow.in_snapshot());  // a conflation's, not a snapshot's
+          ++slow_table;
+        } else {
+          slow_in_order = slow_in_order && t.seq >= slow_next_live;
+          slow_next_live = t.seq + 1;
+          ++slow_live;
+          if (t.seq <= kTotal) seen[t.seq] = true;
+        }
+        apply(slow_view, t);
+      });
+    }
+    if (n == 0 && p >= kTotal) std::this_thread::sleep_for(50us);
+  }
+  stop.store(true);
+  publisher.join();
+  REQUIRE(published.load() == kTotal);
+
+  const SubscriberCounters c = slow.counters();
+  INFO("slow subscriber: " << c.received << " live, " << c.lost << " lost, " << c.from_table
+                           << " from the table in " << c.conflations << " conflations");
+  CHECK(c.conflations >= 1);
+  CHECK(c.from_table == slow_table);
+  CHECK(c.received == slow_live);
+  CHECK(slow_in_order);
+  CHECK(c.lost > 0);
+  // Exactly what it did not get live is counted lost: received + lost adds up to the stream.
+  CHECK(c.received + c.lost == kTotal);
+  std::uint64_t missed = 0, trades_missed = 0;
+  for (std::uint64_t s = 1; s <= kTotal; ++s) {
+    if (seen[s]) continue;
+    ++missed;
+    if (state_class_of(market_tick(s - 1).kind) == static_cast<int>(StateClass::trade)) ++trades_missed;
+  }
+  CHECK(missed == c.lost);
+  CHECK(trades_missed > 0);
+  CHECK(keeper.counters().lost == 0);
+
+  REQUIRE(keeper_view.size() == slow_view.size());
+  for (const auto& [key, tick] : keeper_view) {
+    const auto it = slow_view.find(key);
+    REQUIRE(it != slow_view.end());
+    CHECK(same(tick, it->second));
+  }
+}
+
+// Step by step, in one thread: lapped again while it rolls its copy forward, a conflating
+// subscriber starts over from where the publisher is, and still ends exact.
+TEST_CASE("a conflation lapped while it rolls forward starts over and ends exact", "[state]") {
+  PublisherConfig pc = table_publisher(test::unique_channel("state-relap"));
+  pc.ring_capacity = 64;
+  Publisher pub(pc);
+  SubscriberConfig cc;
+  cc.channel = pc.channel;
+  cc.policy = SlowConsumerPolicy::conflate;
+  Subscriber slow(cc);
+  REQUIRE(test::wait_for_subscribers(pub, 1));
+  REQUIRE(slow.wait_active(5s));
+  std::uint64_t next = 0;
+  auto publish = [&](std::uint64_t n) {
+    for (std::uint64_t k = 0; k < n; ++k, ++next) REQUIRE(pub.publish(market_tick(next)).ok());
+  };
+  View view;
+  std::uint64_t live = 0, from_table = 0;
+  auto poll = [&] {
+    return slow.poll([&](const Tick& t) {
+      ((t.flags & kTickFromTable) != 0 ? from_table : live) += 1;
+      apply(view, t);
+    });
+  };
+  publish(200);                  // laps it
+  CHECK(poll() == 0);            // finds the lap: skips to 201, the conflation starts
+  publish(30);                   // 201..230: in the table, and in the ring for the roll forward
+  CHECK(poll() == 0);            // copies the table: E = 230
+  publish(200);                  // 231..430 overwrite 201..230 in the ring
+  CHECK(poll() == 0);            // lapped in the roll forward: starts over at 431
+  for (int i = 0; i < 10 && poll() == 0; ++i) {
+  }
+  CHECK(from_table > 0);
+  publish(5);
+  for (int i = 0; i < 10; ++i) (void)poll();
+  const SubscriberCounters c = slow.counters();
+  CHECK(c.conflations == 1);
+  CHECK(c.from_table == from_table);
+  CHECK(c.received == live);
+  CHECK(live == 5);
+  CHECK(c.received + c.lost == next);
+  CHECK(slow.next_sequence() == next + 1);
+  std::size_t kept = 0;
+  for (std::uint32_t i = 0; i < 1000; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      const auto table = pub.last_value(i, static_cast<StateClass>(k));
+      const auto it = view.find({i, k});
+      REQUIRE(table.has_value() == (it != view.end()));
+      if (table) {
+        CHECK(same(*table, it->second));
+        ++kept;
+      }
+    }
+  }
+  CHECK(kept > 0);
 }

@@ -7,7 +7,7 @@
 //   side   buy / sell / none, or B / S, or empty
 //   price  decimal text, at most 4 decimals ("318.75", "-0.0001") -> fixed point (kPriceScale)
 //   aux    an unsigned integer; for kind quote, the ask price as decimal text like price
-//   others unsigned integers in the field's range (flags: 0..65535)
+//   others unsigned integers in the field's range (flags: 0..32767; bit 15 is tickrail's)
 // Lines that are empty or start with '#' are skipped; "\r\n" endings are accepted. Without a seq
 // column, tick.seq is the 1-based number of the tick in the file. A bad header always throws
 // (Error parse_error, naming file, line and column); a bad line is bad input (tick_source.hpp):
