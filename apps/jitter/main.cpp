@@ -14,12 +14,7 @@ namespace {
 // Declares every option; each, when given, is written over the config files by cli.resolve().
 void declare(cli::Cli& cli, jitter::Options& o, SubscriberConfig& sc) {
   cli.add_config("TOML config file ([subscriber], [rdma], [jitter]); repeat -c for several");
-  cli.option("--transport", "shm, rc or ud", [&](const std::string& v) { sc.transport = parse_transport(v, "--transport"); });
-  cli.option("--channel", "channel name", [&](const std::string& v) { sc.channel = v; });
-  cli.option("--policy", "slow-consumer policy: block, drop or disconnect",
-             [&](const std::string& v) { sc.policy = parse_policy(v, "--policy"); });
-  cli.option("--attach-timeout-ms", "wait this long for the channel to appear (default 10000, at most 24 h)",
-             [&](const std::string& v) { sc.attach_timeout = cli::parse_milliseconds(v, "--attach-timeout-ms"); });
+  cli::add_subscriber_options(cli, sc);
   cli.option("--mode",
              "one-way (default); pingpong: publish pings and report RTT/2, with the far end "
              "running --mode echo (for hosts that do not share a clock)",
@@ -32,8 +27,6 @@ void declare(cli::Cli& cli, jitter::Options& o, SubscriberConfig& sc) {
              [&](const std::string& v) { o.warmup = cli::parse_unsigned(v, "--warmup"); });
   cli.option("--cpu", "pin the polling thread to this cpu (-1: do not pin); tickrail's background threads then run on the others",
              [&](const std::string& v) { o.cpu = static_cast<int>(cli::parse_integer(v, "--cpu", -1, 4095)); });
-  cli.option("--housekeeping-cpus", "run tickrail's background threads only on these cpus, e.g. 2-3,6 (housekeeping_cpus)",
-             [&](const std::string& v) { sc.housekeeping_cpus = cli::parse_cpu_list_text(v, "--housekeeping-cpus"); });
   cli.option("--duration", "stop after this many seconds (at most 86400)",
              [&](const std::string& v) { o.duration = cli::parse_seconds(v, "--duration"); });
   cli.option("--count", "stop after this many ticks (0: no limit)",
@@ -43,9 +36,8 @@ void declare(cli::Cli& cli, jitter::Options& o, SubscriberConfig& sc) {
   cli.output("--svg", "draw latency by percentile to this SVG file", o.svg);
   cli.flag("--mlock", "lock all memory (mlockall) before measuring", [&] { o.lock_memory = true; });
   cli.flag("-q,--quiet", "no live line", [&] { o.live = false; });
-  cli.value_names({{"--transport", "T"}, {"--channel", "NAME"}, {"--policy", "P"}, {"--attach-timeout-ms", "MS"},
-                   {"--mode", "M"}, {"--echo-address", "A"}, {"--echo-group", "G"}, {"--warmup", "N"},
-                   {"--cpu", "N"}, {"--housekeeping-cpus", "LIST"}, {"--duration", "S"}, {"--count", "N"}});
+  cli.value_names({{"--mode", "M"}, {"--echo-address", "A"}, {"--echo-group", "G"}, {"--warmup", "N"},
+                   {"--cpu", "N"}, {"--duration", "S"}, {"--count", "N"}});
 }
 
 }  // namespace
