@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
       ConfigFile f(path);
       read_subscriber_config(f, sc);
       jitter::read_options(f.section("jitter"), o);
-      f.check_all_read({"publisher", "replay"});
+      f.check_all_read({"publisher", "replay", "record"});
     });
     if (o.mode == jitter::Mode::pingpong && o.count == 0 && o.duration.count() == 0) o.count = 100'000;
     sc.validate();
