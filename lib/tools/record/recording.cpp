@@ -32,6 +32,12 @@ std::uint32_t crc32(const void* data, std::size_t n) noexcept {
 
 namespace {
 
+// throw_errno with the errno's text in the message itself: the programs print what() without
+// the category's tail (cli::message_of), and "cannot write: No space left on device" must stay.
+[[noreturn]] void fail_errno(int err, const std::string& what) {
+  throw_errno(err, what + ": " + std::strerror(err));
+}
+
 std::uint32_t file_header_crc(const FileHeader& h, const char* channel, std::size_t len) {
   std::uint32_t c = static_cast<std::uint32_t>(
       ::crc32_z(::crc32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(&h),
@@ -52,7 +58,7 @@ std::size_t pread_full(int fd, void* buf, std::size_t n, std::uint64_t off, cons
     const ssize_t r = ::pread(fd, static_cast<char*>(buf) + got, n - got, static_cast<off_t>(off + got));
     if (r < 0) {
       if (errno == EINTR) continue;
-      throw_errno(errno, "read recording '" + path + "' at byte " + std::to_string(off + got));
+      fail_errno(errno, "read recording '" + path + "' at byte " + std::to_string(off + got));
     }
     if (r == 0) break;
     got += static_cast<std::size_t>(r);
@@ -84,7 +90,7 @@ RecordingWriter::RecordingWriter(const std::string& path, const RecordingMeta& m
     if (errno == EEXIST) {
       throw Error(Errc::config_error, "recording '" + path + "' exists (--force replaces it)");
     }
-    throw_errno(errno, "create recording '" + path + "'");
+    fail_errno(errno, "create recording '" + path + "'");
   }
   if (opts.zstd) {
     cctx_ = ZSTD_createCCtx();
@@ -121,7 +127,7 @@ void RecordingWriter::write_all(const void* a, std::size_t na, const void* b, st
     if (r < 0) {
       if (errno == EINTR) continue;
       failed_ = true;
-      throw_errno(errno, "write recording '" + path_ + "' (" + what + ") at byte " +
+      fail_errno(errno, "write recording '" + path_ + "' (" + what + ") at byte " +
                              std::to_string(offset_));
     }
     auto left = static_cast<std::size_t>(r);
@@ -194,11 +200,11 @@ void RecordingWriter::close(EndReason reason, std::uint64_t dropped) {
   write_all(&t, sizeof t, nullptr, 0, "trailer");
   if (::fsync(fd_) != 0) {
     failed_ = true;
-    throw_errno(errno, "fsync recording '" + path_ + "'");
+    fail_errno(errno, "fsync recording '" + path_ + "'");
   }
   const int fd = fd_;
   fd_ = -1;
-  if (::close(fd) != 0) throw_errno(errno, "close recording '" + path_ + "'");
+  if (::close(fd) != 0) fail_errno(errno, "close recording '" + path_ + "'");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -215,13 +221,13 @@ Recording::Recording(const std::string& path) : path_(path) {
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) {
     if (errno == ENOENT) throw Error(Errc::not_found, "recording '" + path + "' does not exist");
-    throw_errno(errno, "open recording '" + path + "'");
+    fail_errno(errno, "open recording '" + path + "'");
   }
   struct stat st{};
   if (::fstat(fd_, &st) != 0) {
     const int e = errno;
     ::close(fd_);
-    throw_errno(e, "stat recording '" + path + "'");
+    fail_errno(e, "stat recording '" + path + "'");
   }
   size_ = static_cast<std::uint64_t>(st.st_size);
   try {
