@@ -247,4 +247,55 @@ int Cli::run(const std::function<int()>& body) const {
 
 void Cli::note(const std::string& text) const { std::fprintf(stderr, "%s: %s\n", name_.c_str(), text.c_str()); }
 
+void add_subscriber_options(Cli& cli, SubscriberConfig& sc) {
+  cli.option("--transport", "shm, rc or ud", [&](const std::string& v) { sc.transport = parse_transport(v, "--transport"); });
+  cli.option("--channel", "channel name", [&](const std::string& v) { sc.channel = v; });
+  cli.option("--policy", "slow-consumer policy: block, drop, disconnect or conflate",
+             [&](const std::string& v) { sc.policy = parse_policy(v, "--policy"); });
+  cli.option("--attach-timeout-ms", "wait this long for the channel to appear (default 10000, at most 24 h)",
+             [&](const std::string& v) { sc.attach_timeout = parse_milliseconds(v, "--attach-timeout-ms"); });
+  cli.option("--housekeeping-cpus", "run tickrail's background threads only on these cpus, e.g. 2-3,6 (housekeeping_cpus)",
+             [&](const std::string& v) { sc.housekeeping_cpus = parse_cpu_list_text(v, "--housekeeping-cpus"); });
+  cli.value_names({{"--transport", "T"}, {"--channel", "NAME"}, {"--policy", "P"}, {"--attach-timeout-ms", "MS"},
+                   {"--housekeeping-cpus", "LIST"}});
+}
+
+std::uint64_t parse_exchange_time(std::string_view text, std::string_view option) {
+  if (text.find(':') == std::string_view::npos) return parse_unsigned(text, option);
+  const std::string t(text);
+  unsigned h = 0, m = 0, sec = 0;
+  int used = 0;
+  if (std::sscanf(t.c_str(), "%2u:%2u:%2u%n", &h, &m, &sec, &used) != 3 || h > 23 || m > 59 || sec > 59 ||
+      (used != static_cast<int>(t.size()) && t[static_cast<std::size_t>(used)] != '.')) {
+    bad_value(option, "'" + t + "' is not a time (nanoseconds, or HH:MM:SS[.fraction] of the day)");
+  }
+  std::uint64_t frac_ns = 0;
+  if (used != static_cast<int>(t.size())) {
+    const std::string_view digits = std::string_view(t).substr(static_cast<std::size_t>(used) + 1);
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+      bad_value(option, "'" + t + "': the fraction of a second takes 1 to 9 digits");
+    }
+    std::uint64_t scale = 1'000'000'000;
+    for (const char c : digits) {
+      scale /= 10;
+      frac_ns += static_cast<std::uint64_t>(c - '0') * scale;
+    }
+  }
+  return ((h * 60ULL + m) * 60ULL + sec) * 1'000'000'000ULL + frac_ns;
+}
+
+void add_range_options(Cli& cli, record::Range& r) {
+  cli.option("--from-seq", "recordings: start at this sequence number", [&r](const std::string& v) {
+    r.from_seq = parse_unsigned(v, "--from-seq");
+  });
+  cli.option("--to-seq", "recordings: end at this sequence number (inclusive)", [&r](const std::string& v) {
+    r.to_seq = parse_unsigned(v, "--to-seq");
+  });
+  cli.option("--from-time", "recordings: start at this exchange time (ns, or HH:MM:SS.fff of the day)",
+             [&r](const std::string& v) { r.from_time = parse_exchange_time(v, "--from-time"); });
+  cli.option("--to-time", "recordings: end at this exchange time (inclusive)",
+             [&r](const std::string& v) { r.to_time = parse_exchange_time(v, "--to-time"); });
+  cli.value_names({{"--from-seq", "N"}, {"--to-seq", "N"}, {"--from-time", "T"}, {"--to-time", "T"}});
+}
+
 }  // namespace tickrail::cli

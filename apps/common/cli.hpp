@@ -23,6 +23,7 @@
 
 #include "tickrail/config.hpp"
 #include "tickrail/error.hpp"
+#include "tickrail/tools/record/range.hpp"
 
 namespace tickrail::cli {
 
@@ -121,6 +122,17 @@ class Cli {
   std::vector<std::string> configs_;
   std::vector<Given> given_;
 };
+
+// The options of a program that subscribes to a channel (tickrail-jitter, tickrail-record):
+// --transport, --channel, --policy, --attach-timeout-ms and --housekeeping-cpus, written into `sc`.
+void add_subscriber_options(Cli& cli, SubscriberConfig& sc);
+
+// An exchange time (Tick::exch_ts): nanoseconds ("34200000000000"), or a time of day
+// "HH:MM:SS[.fraction]" as ITCH counts it, in nanoseconds since midnight. Error(config_error)
+// naming `option` otherwise.
+std::uint64_t parse_exchange_time(std::string_view text, std::string_view option);
+// --from-seq, --to-seq, --from-time and --to-time (bounds inclusive; time is exch_ts), into `r`.
+void add_range_options(Cli& cli, record::Range& r);
 
 // what() without the category's text that std::system_error appends (": not found"): the
 // message alone says what and where.

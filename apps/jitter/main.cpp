@@ -14,18 +14,13 @@ namespace {
 // Declares every option; each, when given, is written over the config files by cli.resolve().
 void declare(cli::Cli& cli, jitter::Options& o, SubscriberConfig& sc) {
   cli.add_config("TOML config file ([subscriber], [rdma], [jitter]); repeat -c for several");
-  cli.option("--transport", "shm, rc or ud", [&](const std::string& v) { sc.transport = parse_transport(v, "--transport"); });
-  cli.option("--channel", "channel name", [&](const std::string& v) { sc.channel = v; });
-  cli.option("--policy", "slow-consumer policy: block, drop, disconnect or conflate",
-             [&](const std::string& v) { sc.policy = parse_policy(v, "--policy"); });
+  cli::add_subscriber_options(cli, sc);
   cli.option("--start", "live (default): from the next tick; snapshot: from the publisher's last-value table, then live",
              [&](const std::string& v) { sc.start = parse_start_mode(v, "--start"); });
   cli.option("--state-capacity", "instruments the --state-out view holds (default 65536)",
              [&](const std::string& v) {
                o.state_capacity = static_cast<std::uint32_t>(cli::parse_integer(v, "--state-capacity", 1, kMaxStateCapacity));
              });
-  cli.option("--attach-timeout-ms", "wait this long for the channel to appear (default 10000, at most 24 h)",
-             [&](const std::string& v) { sc.attach_timeout = cli::parse_milliseconds(v, "--attach-timeout-ms"); });
   cli.option("--mode",
              "one-way (default); pingpong: publish pings and report RTT/2, with the far end "
              "running --mode echo (for hosts that do not share a clock)",
@@ -38,8 +33,6 @@ void declare(cli::Cli& cli, jitter::Options& o, SubscriberConfig& sc) {
              [&](const std::string& v) { o.warmup = cli::parse_unsigned(v, "--warmup"); });
   cli.option("--cpu", "pin the polling thread to this cpu (-1: do not pin); tickrail's background threads then run on the others",
              [&](const std::string& v) { o.cpu = static_cast<int>(cli::parse_integer(v, "--cpu", -1, 4095)); });
-  cli.option("--housekeeping-cpus", "run tickrail's background threads only on these cpus, e.g. 2-3,6 (housekeeping_cpus)",
-             [&](const std::string& v) { sc.housekeeping_cpus = cli::parse_cpu_list_text(v, "--housekeeping-cpus"); });
   cli.option("--duration", "stop after this many seconds (at most 86400)",
              [&](const std::string& v) { o.duration = cli::parse_seconds(v, "--duration"); });
   cli.option("--count", "stop after this many ticks (0: no limit)",
@@ -50,10 +43,8 @@ void declare(cli::Cli& cli, jitter::Options& o, SubscriberConfig& sc) {
   cli.output("--state-out", "write the view of the market the run ends with (latest quote, trade and status per instrument) as JSON to this file", o.state_out);
   cli.flag("--mlock", "lock all memory (mlockall) before measuring", [&] { o.lock_memory = true; });
   cli.flag("-q,--quiet", "no live line", [&] { o.live = false; });
-  cli.value_names({{"--transport", "T"}, {"--channel", "NAME"}, {"--policy", "P"}, {"--start", "MODE"},
-                   {"--state-capacity", "N"}, {"--attach-timeout-ms", "MS"},
-                   {"--mode", "M"}, {"--echo-address", "A"}, {"--echo-group", "G"}, {"--warmup", "N"},
-                   {"--cpu", "N"}, {"--housekeeping-cpus", "LIST"}, {"--duration", "S"}, {"--count", "N"}});
+  cli.value_names({{"--start", "MODE"}, {"--state-capacity", "N"}, {"--mode", "M"}, {"--echo-address", "A"},
+                   {"--echo-group", "G"}, {"--warmup", "N"}, {"--cpu", "N"}, {"--duration", "S"}, {"--count", "N"}});
 }
 
 }  // namespace
@@ -74,7 +65,7 @@ int main(int argc, char** argv) {
       ConfigFile f(path);
       read_subscriber_config(f, sc);
       jitter::read_options(f.section("jitter"), o);
-      f.check_all_read({"publisher", "replay"});
+      f.check_all_read({"publisher", "replay", "record"});
     });
     if (o.mode == jitter::Mode::pingpong && o.count == 0 && o.duration.count() == 0) o.count = 100'000;
     sc.validate();

@@ -37,13 +37,13 @@ void drain(Publisher& pub, std::chrono::milliseconds timeout) {
 // Declares every option; each, when given, is written over the config files by cli.resolve().
 void declare(cli::Cli& cli, replay::Options& o, PublisherConfig& pc, bool& quiet) {
   using cli::parse_unsigned;
-  cli.option("input", "ITCH, pcap or CSV file (default: the synthetic feed)",
+  cli.option("input", "ITCH, pcap, CSV or recording file (default: the synthetic feed)",
              [&](const std::string& v) { o.input = v; })
       ->type_name("INPUT");
   cli.add_config("TOML config file ([publisher], [rdma], [replay]); repeat -c for several");
   cli.option("--transport", "shm, rc or ud", [&](const std::string& v) { pc.transport = parse_transport(v, "--transport"); });
   cli.option("--channel", "channel name", [&](const std::string& v) { pc.channel = v; });
-  cli.option("--format", "input format: auto (default), itch, pcap, csv",
+  cli.option("--format", "input format: auto (default), itch, pcap, csv, recording",
              [&](const std::string& v) { o.format = replay::parse_format(v, "--format"); });
   auto* speed = cli.option("--speed", "pace by the feed's timestamps, X times faster (default 1)",
                            [&](const std::string& v) {
@@ -60,6 +60,9 @@ void declare(cli::Cli& cli, replay::Options& o, PublisherConfig& pc, bool& quiet
   cli.option("--max-gap",
              "feed pacing: replay any gap in the feed longer than DURATION (10ms, 1s, 5m) as DURATION",
              [&](const std::string& v) { o.max_gap = replay::parse_duration(v, "--max-gap"); });
+  cli.option("--pace-by", "feed pacing by the ticks' exchange time (default) or, for recordings, their send time",
+             [&](const std::string& v) { o.pace_by = replay::parse_pace_by(v, "--pace-by"); });
+  cli::add_range_options(cli, o.range);
   cli.flag("--book", "publish top-of-book quotes built from the order messages", [&] { o.book = true; });
   cli.flag("--state", "keep the channel's last-value table (latest quote, trade and status per instrument) for subscribers that start from it ([state] enabled)",
            [&] { pc.state.enabled = true; });
@@ -91,7 +94,7 @@ void declare(cli::Cli& cli, replay::Options& o, PublisherConfig& pc, bool& quiet
   cli.output("--json", "write the summary as JSON to this file", o.json);
   cli.flag("-q,--quiet", "no progress line", [&] { quiet = true; });
   cli.value_names({{"--transport", "T"}, {"--channel", "NAME"}, {"--format", "F"}, {"--speed", "X"},
-                   {"--rate", "N"}, {"--max-gap", "DURATION"}, {"--wait-subscribers", "N"}, {"--wait-timeout-ms", "MS"},
+                   {"--rate", "N"}, {"--max-gap", "DURATION"}, {"--pace-by", "BY"}, {"--wait-subscribers", "N"}, {"--wait-timeout-ms", "MS"},
                    {"--count", "N"}, {"--duration", "S"}, {"--seed", "N"}, {"--instruments", "N"},
                    {"--udp-port", "P"}, {"--batch", "N"}, {"--cpu", "N"}, {"--housekeeping-cpus", "LIST"}});
 }
@@ -187,7 +190,9 @@ int main(int argc, char** argv) {
   cli::Cli cli("tickrail-replay",
                "tickrail-replay: replays a market-data feed through a tickrail publisher.\n"
                "INPUT is an ITCH 5.0 BinaryFILE (plain or gzip), a pcap/pcapng of ITCH over MoldUDP64,\n"
-               "or a CSV of ticks; without INPUT the built-in synthetic feed is replayed.\n"
+               "a CSV of ticks, or a tickrail-record recording (at its recorded pace: --pace-by, --speed;\n"
+               "--max for as fast as possible; --from-seq/--to-seq/--from-time/--to-time for a range);\n"
+               "without INPUT the built-in synthetic feed is replayed.\n"
                "Precedence: defaults < config files, in order < environment < command line.");
   replay::Options o;
   PublisherConfig pc;
@@ -199,7 +204,7 @@ int main(int argc, char** argv) {
       ConfigFile f(path);
       read_publisher_config(f, pc);
       replay::read_options(f.section("replay"), o);
-      f.check_all_read({"subscriber", "jitter"});
+      f.check_all_read({"subscriber", "jitter", "record"});
     });
     pc.validate();
     replay::validate(o);

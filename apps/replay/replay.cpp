@@ -17,6 +17,7 @@
 #include "tickrail/tools/feed/itch.hpp"
 #include "tickrail/tools/feed/itch_file.hpp"
 #include "tickrail/tools/feed/pcap_reader.hpp"
+#include "tickrail/tools/record/recording.hpp"
 #include "tickrail/idle.hpp"
 #include "tickrail/tools/report.hpp"
 
@@ -38,12 +39,21 @@ Pacing parse_pacing(std::string_view s, std::string_view key) {
   cli::bad_value(key, "unknown pacing '" + std::string(s) + "' (expected feed, rate or max)");
 }
 
+const char* to_string(PaceBy p) noexcept { return p == PaceBy::send ? "send" : "exchange"; }
+
+PaceBy parse_pace_by(std::string_view s, std::string_view key) {
+  if (s == "exchange") return PaceBy::exchange;
+  if (s == "send") return PaceBy::send;
+  cli::bad_value(key, "unknown pace '" + std::string(s) + "' (expected exchange or send)");
+}
+
 feed::InputFormat parse_format(std::string_view s, std::string_view key) {
   if (s == "auto" || s == "automatic") return feed::InputFormat::automatic;
   if (s == "itch") return feed::InputFormat::itch;
   if (s == "pcap") return feed::InputFormat::pcap;
   if (s == "csv") return feed::InputFormat::csv;
-  cli::bad_value(key, "unknown format '" + std::string(s) + "' (expected auto, itch, pcap or csv)");
+  if (s == "recording") return feed::InputFormat::recording;
+  cli::bad_value(key, "unknown format '" + std::string(s) + "' (expected auto, itch, pcap, csv or recording)");
 }
 
 std::chrono::nanoseconds parse_duration(std::string_view s, std::string_view key) {
@@ -146,6 +156,11 @@ void read_options(ConfigFile::Section s, Options& o) {
   s.get("burst_gap_ns", o.synthetic.burst_gap_ns);
   s.get_enum("pacing", o.pacing, parse_pacing);
   s.get("speed", o.speed);
+  s.get_enum("pace_by", o.pace_by, parse_pace_by);
+  s.get("from_seq", o.range.from_seq);
+  s.get("to_seq", o.range.to_seq);
+  s.get("from_time", o.range.from_time);
+  s.get("to_time", o.range.to_time);
   s.get("rate", o.rate);
   s.get_enum("max_gap", o.max_gap, parse_duration);
   s.get("duration_ms", o.duration);
@@ -171,6 +186,8 @@ void validate(const Options& o) {
     cli::bad_value("burst_length", "must not exceed burst_every");
   }
   if (o.cpu < -1) cli::bad_value("cpu", "must be a cpu number, or -1 for none");
+  if (o.range.from_seq > o.range.to_seq) cli::bad_value("from_seq", "is after to_seq");
+  if (o.range.from_time > o.range.to_time) cli::bad_value("from_time", "is after to_time");
   validate_duration("duration_ms", o.duration);
   validate_duration("wait_timeout_ms", o.wait_timeout);
   validate_duration("drain_timeout_ms", o.drain_timeout);
@@ -181,13 +198,28 @@ void validate(const Options& o) {
 }
 
 std::unique_ptr<feed::TickSource> open_input(const Options& o) {
-  if (o.input.empty()) return std::make_unique<feed::SyntheticFeed>(o.synthetic);
+  if (o.input.empty()) {
+    if (!o.range.all() || o.pace_by == PaceBy::send) {
+      cli::bad_value("pace_by", "--pace-by send and ranges are for recordings, not the synthetic feed");
+    }
+    return std::make_unique<feed::SyntheticFeed>(o.synthetic);
+  }
   feed::SourceOptions so;
   so.format = o.format;
   so.skip_bad = o.skip_bad;
   so.decoder.status_ticks = o.status_ticks;
   so.udp_port = o.udp_port;
-  return feed::open_source(o.input, so);
+  so.range = o.range;
+  std::unique_ptr<feed::TickSource> src = feed::open_source(o.input, so);
+  const bool recording = dynamic_cast<const record::RecordingSource*>(src.get()) != nullptr;
+  if (!recording && !o.range.all()) {
+    cli::bad_value("from_seq", "--from-seq, --to-seq, --from-time and --to-time are for recordings; " + o.input +
+                                   " is not one");
+  }
+  if (!recording && o.pace_by == PaceBy::send) {
+    cli::bad_value("pace_by", "send: only recordings carry their send stamps; " + o.input + " is not one");
+  }
+  return src;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -204,6 +236,11 @@ Replayer::Replayer(const Options& o, feed::TickSource& source, Publisher& pub,
       due_(o.batch) {
   validate(o_);
   if (o_.book && !book_) book_ = make_book(o_);
+  if (const auto* rec = dynamic_cast<const record::RecordingSource*>(&source)) {
+    send_ns_per_cycle_ = 1.0 / rec->recording().meta().cycles_per_ns;
+  } else if (o_.pace_by == PaceBy::send) {
+    throw Error(Errc::config_error, "pace_by: send: only recordings carry their send stamps");
+  }
 }
 
 bool Replayer::publish_pending() {
@@ -338,7 +375,11 @@ bool Replayer::take(const Tick& t) {
   ++stats_.by_kind[static_cast<std::uint8_t>(t.kind) & 15u];
   // Every tick read moves the feed's clock, also one the book turns into no quote: gaps are
   // between consecutive feed timestamps.
-  const std::uint64_t feed_elapsed = o_.pacing == Pacing::feed ? schedule_.elapsed(t.exch_ts) : 0;
+  const std::uint64_t feed_elapsed =
+      o_.pacing != Pacing::feed ? 0
+      : o_.pace_by == PaceBy::send
+          ? schedule_.elapsed(static_cast<std::uint64_t>(static_cast<double>(t.send_ts) * send_ns_per_cycle_))
+          : schedule_.elapsed(t.exch_ts);
   Tick& send = out_[pending_];
   if (book_ && t.kind >= TickKind::Add && t.kind <= TickKind::Execute) {
     if (!book_->apply(t, send)) return true;  // top of book unchanged: nothing to send

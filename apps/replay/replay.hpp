@@ -28,6 +28,11 @@ enum class Pacing : std::uint8_t {
 };
 [[nodiscard]] const char* to_string(Pacing p) noexcept;
 [[nodiscard]] Pacing parse_pacing(std::string_view s, std::string_view key = "pacing");
+// What feed pacing follows: the ticks' exchange timestamps, or (recordings) the send stamps
+// their publisher put on them when they were recorded.
+enum class PaceBy : std::uint8_t { exchange, send };
+[[nodiscard]] const char* to_string(PaceBy p) noexcept;
+[[nodiscard]] PaceBy parse_pace_by(std::string_view s, std::string_view key = "pace_by");
 [[nodiscard]] feed::InputFormat parse_format(std::string_view s, std::string_view key = "format");
 // A duration with its unit: "10ms", "1.5s", "500us", "250ns", "2m", "1h"; "0" alone is none.
 // Throws Error(config_error) naming `key`.
@@ -87,11 +92,13 @@ struct Options {
   bool skip_bad = false;        // count bad input and go on
   bool status_ticks = true;     // ITCH non-order messages become Status ticks
   std::uint16_t udp_port = 0;   // pcap: MoldUDP64 destination port, 0 = any
+  record::Range range{};        // recordings: the ticks replayed (sequence numbers, exch_ts)
   // Synthetic feed.
   feed::SyntheticConfig synthetic = default_synthetic();
   // Pacing.
   Pacing pacing = Pacing::feed;
   double speed = 1.0;  // feed pacing: 2.0 replays twice as fast as the feed's clock
+  PaceBy pace_by = PaceBy::exchange;  // feed pacing: by exch_ts, or by send_ts (recordings)
   double rate = 1e6;   // rate pacing: ticks per second
   std::chrono::nanoseconds max_gap{0};    // feed pacing: longer gaps in the feed shrink to this
   std::chrono::milliseconds duration{0};  // stop after this long; 0: at the end of the input
@@ -198,6 +205,7 @@ class Replayer {
   std::uint64_t next_progress_ = 0, last_progress_ = 0;
   std::uint64_t last_read_ = 0;  // ticks_read at the last progress line
   double feed_factor_ = 0;       // clock cycles per feed nanosecond (pacing feed)
+  double send_ns_per_cycle_ = 0; // pace_by send: the recording host's clock, ns per cycle
   double rate_period_ = 0;       // clock cycles from one tick to the next (pacing rate)
   FeedSchedule schedule_;
   std::uint64_t last_due_ = 0;

@@ -9,6 +9,7 @@
 
 #include "tickrail/tools/feed/itch_writer.hpp"
 #include "tickrail/tools/feed/synthetic.hpp"
+#include "tickrail/tools/record/recording.hpp"
 
 namespace fs = std::filesystem;
 using namespace tickrail;
@@ -102,7 +103,27 @@ int main(int argc, char** argv) {
     return 2;
   }
   const fs::path out = argv[1];
-  for (const char* d : {"itch", "moldudp64", "pcap", "csv"}) fs::create_directories(out / d);
+  for (const char* d : {"itch", "moldudp64", "pcap", "csv", "recording"}) fs::create_directories(out / d);
+
+  // Recordings: the synthetic flow in blocks of 16, raw and zstd, closed and cut mid-block.
+  for (const bool zstd : {false, true}) {
+    const fs::path p = out / "recording" / (zstd ? "zstd" : "raw");
+    {
+      record::RecordingMeta m;
+      m.channel = "fuzz";
+      m.zstd = zstd;
+      record::RecordingWriter w(p.string(), m, record::WriterOptions{.zstd = zstd, .zstd_level = 1, .force = true});
+      SyntheticConfig c;
+      c.limit = 100;
+      SyntheticFeed gen(c);
+      std::vector<Tick> buf(16);
+      while (const std::size_t n = gen.read(buf)) w.append(std::span<const Tick>(buf.data(), n), 0);
+      w.close(record::EndReason::publisher_gone, 0);
+    }
+    fs::copy_file(p, out / "recording" / (std::string(zstd ? "zstd" : "raw") + "-cut"),
+                  fs::copy_options::overwrite_existing);
+    fs::resize_file(out / "recording" / (std::string(zstd ? "zstd" : "raw") + "-cut"), fs::file_size(p) - 100);
+  }
 
   // ITCH: a mode byte, then BinaryFILE bytes.
   const ItchWriter all = every_type();

@@ -10,6 +10,7 @@
 #include "tickrail/tools/feed/csv_reader.hpp"
 #include "tickrail/tools/feed/itch_file.hpp"
 #include "tickrail/tools/feed/pcap_reader.hpp"
+#include "tickrail/tools/record/recording.hpp"
 
 namespace tickrail::feed {
 
@@ -19,6 +20,7 @@ const char* to_string(InputFormat f) noexcept {
     case InputFormat::itch: return "itch";
     case InputFormat::pcap: return "pcap";
     case InputFormat::csv: return "csv";
+    case InputFormat::recording: return "recording";
   }
   return "unknown";
 }
@@ -26,10 +28,11 @@ const char* to_string(InputFormat f) noexcept {
 InputFormat detect_format(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw_errno(errno, "open input '" + path + "'");
-  unsigned char m[4] = {};
+  unsigned char m[8] = {};
   const ssize_t got = ::read(fd, m, sizeof m);
   ::close(fd);
-  if (got == 4) {
+  if (got == 8 && std::memcmp(m, record::kFileMagic, sizeof m) == 0) return InputFormat::recording;
+  if (got >= 4) {
     std::uint32_t le = 0;
     std::memcpy(&le, m, 4);  // the magic numbers as a little-endian host reads them
     switch (le) {
@@ -60,6 +63,8 @@ std::unique_ptr<TickSource> open_source(const std::string& path, const SourceOpt
     }
     case InputFormat::csv:
       return std::make_unique<CsvTickReader>(path, CsvReadOptions{opts.skip_bad});
+    case InputFormat::recording:
+      return std::make_unique<record::RecordingSource>(path, opts.range, opts.skip_bad);
     default: {
       ItchReadOptions i;
       i.skip_bad = opts.skip_bad;

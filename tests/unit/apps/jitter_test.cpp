@@ -158,7 +158,7 @@ TEST_CASE("everyShippedConfigLoadsAsTheJitterReadsIt", "[jitter]") {
     read_subscriber_config(f, sc);
     jitter::Options o;
     jitter::read_options(f.section("jitter"), o);
-    f.check_all_read({"publisher", "replay"});
+    f.check_all_read({"publisher", "replay", "record"});
     ++files;
   }
   CHECK(files >= 5);

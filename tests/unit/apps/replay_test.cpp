@@ -518,7 +518,7 @@ TEST_CASE("everyShippedConfigLoadsAsTheReplayReadsIt", "[replay]") {
     read_publisher_config(f, pc);
     replay::Options o;
     replay::read_options(f.section("replay"), o);
-    f.check_all_read({"subscriber", "jitter"});
+    f.check_all_read({"subscriber", "jitter", "record"});
     ++files;
   }
   CHECK(files >= 5);
