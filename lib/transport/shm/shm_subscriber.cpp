@@ -50,7 +50,11 @@ void ShmSubscriber::handshake(const std::string& what) {
   r.disconnect_after_ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(config_.disconnect_after).count());
   r.ring_capacity = config_.ring_capacity;
-  if (!send_message(sock_.get(), &r, sizeof r, nullptr, 0)) throw_errno(errno, what + ": send request");
+  if (!send_message(sock_.get(), &r, sizeof r, nullptr, 0)) {
+    // A publisher that closed before reading us is gone, whichever side of the close we saw.
+    if (errno == EPIPE || errno == ECONNRESET) throw Error(Errc::peer_gone, what + ": the publisher closed the connection");
+    throw_errno(errno, what + ": send request");
+  }
   pollfd p{sock_.get(), POLLIN, 0};
   const int wait_ms = static_cast<int>(std::max<std::int64_t>(config_.attach_timeout.count(), 5000));
   if (::poll(&p, 1, wait_ms) <= 0) {
