@@ -40,7 +40,7 @@ void declare(cli::Cli& cli, recorder_app::Options& o, SubscriberConfig& sc) {
   cli.option("--zstd-level", "zstd level, 1 (fastest, default) to 19", [&](const std::string& v) {
     o.rec.writer.zstd_level = static_cast<int>(cli::parse_integer(v, "--zstd-level", 1, 19));
   });
-  cli.option("--block-ticks", "ticks per block, 1..65536 (default 4096)", [&](const std::string& v) {
+  cli.option("--block-ticks", "ticks per block, 1..65536 (default 8192)", [&](const std::string& v) {
     o.rec.block_ticks = static_cast<std::uint32_t>(cli::parse_integer(v, "--block-ticks", 1, 65536));
   });
   cli.option("--cpu", "pin the polling thread to this cpu (-1: do not pin); the writer thread tr-rec runs on the others",

@@ -75,7 +75,9 @@
   X(from_table, api, counter,                                                                      \
     "Ticks delivered from the publisher's last-value table (a snapshot or a conflation), not live.") \
   X(conflations, api, counter,                                                                     \
-    "Times the subscriber (policy conflate) was lapped and caught up through the last-value table.")
+    "Times the subscriber (policy conflate) was lapped and caught up through the last-value table.") \
+  X(table_abandoned, api, counter,                                                                 \
+    "Snapshots or conflations given up after publisher_timeout without progress (publisher dead or lying).")
 // clang-format on
 
 #define TICKRAIL_DETAIL_MEMBER_api(name) std::uint64_t name = 0;

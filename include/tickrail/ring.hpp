@@ -147,7 +147,10 @@ class TICKRAIL_API RingReader {
   // `lost`, they count as lost (a conflation's).
   void discount(std::uint64_t n, bool lost = false) noexcept {
     received_ -= n;
-    if (lost) lost_ += n;
+    if (lost) {
+      lost_ += n;
+      laps_ = (lost_ + capacity_ - 1) / capacity_;
+    }
   }
   // A conflating reader stops where it finds itself lapped instead of skipping ahead: lapped()
   // says so until it moves on with skip_to().

@@ -6,27 +6,58 @@
 
 namespace tickrail::detail {
 
-TableDelivery::TableDelivery(TableGeometry g) : g_(g), copy_(g.entries()) {}
+TableDelivery::TableDelivery(TableGeometry g, const std::atomic<std::uint64_t>* table_next,
+                             std::uint64_t stall_cycles)
+    : g_(g), copy_(g.entries()), table_next_(table_next), stall_cycles_(stall_cycles) {}
 
-void TableDelivery::begin(Why why, RingReader& ring, std::uint64_t published) noexcept {
+void TableDelivery::begin(Why why, RingReader& ring) noexcept {
   why_ = why;
-  started_at_ = Clock::now();
   // A conflation delivers what changed since the last tick the app had live.
   since_ = why == Why::conflation ? ring.next_seq() : 0;
-  restart(ring, published);
+  restart(ring);
 }
 
-void TableDelivery::restart(RingReader& ring, std::uint64_t published) noexcept {
-  // A conflating reader moves to where the publisher is: what it skips is lost (and what of it
-  // is in an entry comes back through the table).
-  if (why_ == Why::conflation || ring.lapped()) ring.skip_to(published);
-  lost_at_start_ = ring.lost();
+void TableDelivery::restart(RingReader& ring) noexcept {
+  // A lapped reader moves to where the table is: what it skips is lost (and what of it is in an
+  // entry comes back through the table).
+  if (why_ == Why::conflation || ring.lapped()) ring.skip_to(table_next());
+  ring_lost_ = ring.lost();
   cursor_ = 0;
+  stalled_since_ = 0;
   phase_ = Phase::copy;
 }
 
+std::size_t TableDelivery::step(Slot* table, RingReader& ring, TickSink sink, std::size_t limit) noexcept {
+  switch (phase_) {
+    case Phase::copy: {
+      const std::size_t from = cursor_;
+      if (copy(table, ring)) finish_copy();
+      (void)stalled(cursor_ != from || phase_ != Phase::copy);
+      return 0;
+    }
+    case Phase::roll: (void)stalled(roll(ring)); return 0;
+    case Phase::deliver: return deliver(sink, limit);
+    case Phase::idle: return 0;
+  }
+  return 0;
+}
+
+bool TableDelivery::stalled(bool progress) noexcept {
+  if (progress || phase_ == Phase::idle) {
+    stalled_since_ = 0;
+    return false;
+  }
+  const std::uint64_t now = Clock::now();
+  if (stalled_since_ == 0) stalled_since_ = now;
+  if (now - stalled_since_ < stall_cycles_) return false;
+  ++abandoned_;  // the ring goes on live from where it is, with nothing from the table
+  phase_ = Phase::idle;
+  return true;
+}
+
 bool TableDelivery::copy(Slot* table, RingReader& ring) noexcept {
-  (void)ring;
+  // Not before the table holds every tick below our position (the publisher is mid-batch).
+  if (cursor_ == 0 && table_next() < ring.next_seq()) return false;
   const std::size_t stop = std::min(copy_.size(), cursor_ + kEntriesPerStep);
   for (; cursor_ < stop; ++cursor_) {
     Tick& t = copy_[cursor_];
@@ -39,15 +70,16 @@ bool TableDelivery::copy(Slot* table, RingReader& ring) noexcept {
   return cursor_ == copy_.size();
 }
 
-// Entries the publisher could not have written (a sequence it had not published when we looked
+// Entries the publisher could not have written (a sequence not yet in the table when we looked
 // after the copy, or a tick of another instrument or class than its place) are not used.
-void TableDelivery::finish_copy(std::uint64_t published) noexcept {
+void TableDelivery::finish_copy() noexcept {
+  const std::uint64_t bound = table_next();
   end_ = 0;
   last_ = 0;
   for (std::size_t i = 0; i < copy_.size(); ++i) {
     Tick& t = copy_[i];
     if (t.seq == 0) continue;
-    if (t.seq >= published || g_.entry_of(t) != i) {
+    if (t.seq >= bound || g_.entry_of(t) != i) {
       t.seq = 0;
       continue;
     }
@@ -61,8 +93,9 @@ void TableDelivery::finish_copy(std::uint64_t published) noexcept {
   phase_ = Phase::roll;
 }
 
-bool TableDelivery::roll_to_end(RingReader& ring) noexcept {
-  const bool lost = why_ == Why::conflation;
+bool TableDelivery::roll(RingReader& ring) noexcept {
+  const bool count_lost = why_ == Why::conflation;
+  bool progress = false;
   while (ring.next_seq() <= end_) {
     const std::uint64_t want = end_ + 1 - ring.next_seq();
     auto apply = [this](const Tick& t) {
@@ -72,10 +105,14 @@ bool TableDelivery::roll_to_end(RingReader& ring) noexcept {
       last_ = std::max(last_, i + 1);
     };
     const std::size_t n = ring.poll(apply, static_cast<std::size_t>(std::min<std::uint64_t>(want, 4096)));
-    ring.discount(n, lost);
-    if (ring.lapped() || ring.lost() != lost_at_start_ + (lost ? n : 0)) return false;
-    lost_at_start_ = ring.lost();
-    if (n == 0) return true;  // E not yet in the ring: the publisher is still writing it
+    ring.discount(n, count_lost);
+    if (ring.lapped() || ring.lost() != ring_lost_ + (count_lost ? n : 0)) {
+      restart(ring);  // lapped on the way: the copy misses what the lap skipped
+      return true;
+    }
+    ring_lost_ = ring.lost();
+    if (n == 0) return progress;  // E not yet in the ring: the publisher is still writing it
+    progress = true;
   }
   cursor_ = 0;
   phase_ = Phase::deliver;
@@ -92,15 +129,14 @@ std::size_t TableDelivery::deliver(TickSink sink, std::size_t limit) noexcept {
     sink(t);
     ++n;
   }
-  delivered_ += n;
+  entries_delivered_ += n;
   if (cursor_ == last_) finish();
   return n;
 }
 
 void TableDelivery::finish() noexcept {
   phase_ = Phase::idle;
-  done_at_ = Clock::now();
-  ++(why_ == Why::conflation ? conflations_ : snapshots_);
+  if (why_ == Why::conflation) ++conflations_;
   // The copy stays allocated until the subscriber goes: freeing it here would be a system call.
 }
 

@@ -16,9 +16,13 @@
 // as lost (those of them in an entry reach the app through it); only entries that changed since
 // N are delivered, the app has the others already.
 //
-// Steps run inside Subscriber::poll: copies and stores only, a bounded amount per call.
+// The copy waits until the publisher's table holds every tick below the reader's position (its
+// table_next word), so that no entry it copies can lag the ring it rolls forward with.
+//
+// Steps run inside Subscriber::poll: loads and stores only, no allocation, no system call.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -31,65 +35,54 @@ class TableDelivery {
  public:
   enum class Why : std::uint8_t { snapshot, conflation };
 
-  explicit TableDelivery(TableGeometry g);  // allocates the private copy
+  // Allocates the private copy. `table_next`: the publisher's word saying every tick below it is
+  // in the table (it stores it after each table update); `stall_cycles`: how long a delivery may
+  // make no progress (an entry left busy, a ring that stops short of E: a publisher dead or
+  // lying) before it is abandoned.
+  TableDelivery(TableGeometry g, const std::atomic<std::uint64_t>* table_next, std::uint64_t stall_cycles);
 
-  // Starts a delivery; `ring` has started. A conflation needs `published`, the publisher's next
-  // sequence as read now.
-  void begin(Why why, RingReader& ring, std::uint64_t published) noexcept;
+  // Starts a delivery; `ring` has started.
+  void begin(Why why, RingReader& ring) noexcept;
+  // One step over the publisher's `table` and our `ring`: returns the ticks delivered.
+  std::size_t step(Slot* table, RingReader& ring, TickSink sink, std::size_t limit) noexcept;
 
-  // One step over the publisher's `table` and our `ring`; `published()` returns the publisher's
-  // next sequence, read after the entries. Returns the ticks delivered.
-  template <class Published>
-  std::size_t step(Slot* table, RingReader& ring, Published&& published, TickSink sink,
-                   std::size_t limit) noexcept {
-    switch (phase_) {
-      case Phase::copy:
-        if (copy(table, ring)) finish_copy(published());
-        return 0;
-      case Phase::roll: roll(ring, published); return 0;
-      case Phase::deliver: return deliver(sink, limit);
-      case Phase::idle: return 0;
-    }
-    return 0;
-  }
   [[nodiscard]] bool busy() const noexcept { return phase_ != Phase::idle; }
   [[nodiscard]] Why why() const noexcept { return why_; }
-  [[nodiscard]] std::uint64_t delivered() const noexcept { return delivered_; }
-  [[nodiscard]] std::uint64_t deliveries(Why w) const noexcept {
-    return w == Why::snapshot ? snapshots_ : conflations_;
-  }
-  // Clock cycles of the last delivery, from its start to its last entry.
-  [[nodiscard]] std::uint64_t cycles() const noexcept { return done_at_ - started_at_; }
+  [[nodiscard]] std::uint64_t entries_delivered() const noexcept { return entries_delivered_; }
+  [[nodiscard]] std::uint64_t conflations() const noexcept { return conflations_; }
+  [[nodiscard]] std::uint64_t abandoned() const noexcept { return abandoned_; }
 
   static constexpr std::size_t kEntriesPerStep = 4096;
 
  private:
   enum class Phase : std::uint8_t { idle, copy, roll, deliver };
-  bool copy(Slot* table, RingReader& ring) noexcept;  // true: every entry copied
-  void finish_copy(std::uint64_t published) noexcept;
-  template <class Published>
-  void roll(RingReader& ring, Published& published) noexcept {
-    if (!roll_to_end(ring)) restart(ring, published());  // lapped on the way
+  [[nodiscard]] std::uint64_t table_next() const noexcept {
+    return table_next_->load(std::memory_order_acquire);
   }
-  void restart(RingReader& ring, std::uint64_t published) noexcept;
-  bool roll_to_end(RingReader& ring) noexcept;  // false: lapped on the way
+  bool copy(Slot* table, RingReader& ring) noexcept;  // true: every entry copied
+  void finish_copy() noexcept;
+  void restart(RingReader& ring) noexcept;
+  bool roll(RingReader& ring) noexcept;  // true: progress
   std::size_t deliver(TickSink sink, std::size_t limit) noexcept;
   void finish() noexcept;
+  // No progress since stalled_since_ for longer than the budget: give up, counted.
+  bool stalled(bool progress) noexcept;
 
   TableGeometry g_;
   std::vector<Tick> copy_;  // seq 0: nothing to deliver
+  const std::atomic<std::uint64_t>* table_next_;
+  std::uint64_t stall_cycles_;
   Why why_ = Why::snapshot;
   Phase phase_ = Phase::idle;
   std::uint64_t since_ = 0;  // conflation: entries older than this were delivered live
   std::size_t cursor_ = 0;
   std::size_t last_ = 0;     // the last entry to deliver, + 1
   std::uint64_t end_ = 0;    // E
-  std::uint64_t lost_at_start_ = 0;
-  std::uint64_t delivered_ = 0;
-  std::uint64_t snapshots_ = 0;
+  std::uint64_t ring_lost_ = 0;  // the ring's lost count after our own discounts
+  std::uint64_t stalled_since_ = 0;  // Clock cycles; 0: making progress
+  std::uint64_t entries_delivered_ = 0;
   std::uint64_t conflations_ = 0;
-  std::uint64_t started_at_ = 0;
-  std::uint64_t done_at_ = 0;
+  std::uint64_t abandoned_ = 0;
 };
 
 }  // namespace tickrail::detail

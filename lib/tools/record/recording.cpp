@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <xxhash.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -29,6 +30,8 @@ std::uint32_t crc32(const void* data, std::size_t n) noexcept {
   return static_cast<std::uint32_t>(
       ::crc32_z(::crc32_z(0L, Z_NULL, 0), static_cast<const Bytef*>(data), n));
 }
+
+std::uint64_t payload_hash(const void* data, std::size_t n) noexcept { return XXH3_64bits(data, n); }
 
 namespace {
 
@@ -177,7 +180,7 @@ void RecordingWriter::append(std::span<const Tick> ticks, std::uint64_t recv_ns)
     }
   }
   if (h.flags == 0) h.stored_size = h.raw_size;
-  h.payload_crc = crc32(payload, h.stored_size);
+  h.payload_hash = payload_hash(payload, h.stored_size);
   h.header_crc = crc32(&h, offsetof(BlockHeader, header_crc));
   write_all(&h, sizeof h, payload, h.stored_size, "block");
   last_seq_ = prev;
@@ -389,10 +392,11 @@ void Recording::read_block(std::size_t i, std::vector<Tick>& out) {
   if (pread_full(fd_, stored_.data(), h.stored_size, e.offset + sizeof h, path_) != h.stored_size) {
     throw Error(Errc::truncated, at(path_, i, e.offset) + ": payload cut short (the file shrank)");
   }
-  const std::uint32_t crc = crc32(stored_.data(), stored_.size());
-  if (crc != h.payload_crc) {
-    char buf[80];
-    std::snprintf(buf, sizeof buf, ": checksum mismatch (stored %08x, computed %08x)", h.payload_crc, crc);
+  const std::uint64_t hash = payload_hash(stored_.data(), stored_.size());
+  if (hash != h.payload_hash) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, ": checksum mismatch (stored %016llx, computed %016llx)",
+                  static_cast<unsigned long long>(h.payload_hash), static_cast<unsigned long long>(hash));
     throw Error(Errc::parse_error, at(path_, i, e.offset) + buf);
   }
   out.resize(h.count);

@@ -33,7 +33,7 @@
 namespace tickrail::shm {
 
 inline constexpr std::uint64_t kMagic = 0x4c49415252434954ULL;  // "TICKRAIL" in memory
-inline constexpr std::uint32_t kVersion = 3;
+inline constexpr std::uint32_t kVersion = 4;
 inline constexpr std::size_t kPad = 128;  // two lines: the adjacent-line prefetcher pairs them
 
 // What the subscriber's control line says; written by the publisher (a subscriber that forges
@@ -46,6 +46,8 @@ struct alignas(kPad) Status {
   std::atomic<std::uint32_t> closed;
   // Written by the data path after each publish, read only by tools: a line of its own.
   alignas(kPad) std::atomic<std::uint64_t> next_seq;
+  // With a last-value table: every tick below it is in the table (stored after each update).
+  std::atomic<std::uint64_t> table_next;
 };
 
 struct alignas(kPad) Control {

@@ -59,6 +59,7 @@ ShmPublisher::ShmPublisher(const PublisherConfig& config, const detail::Placemen
   status_memory_ = create_shared("the status line of " + what, status_bytes(), true);
   status_ = new (status_memory_.map.get()) Status{};
   status_->next_seq.store(1, std::memory_order_relaxed);
+  status_->table_next.store(1, std::memory_order_relaxed);
   status_->heartbeat_ns.store(monotonic_ns(), std::memory_order_relaxed);
   status_read_only_ = reopen_read_only(status_memory_.fd.get(), "the status line of " + what);
   if (const auto g = detail::TableGeometry::of(config_.state); g.capacity != 0) {
@@ -191,6 +192,10 @@ void ShmPublisher::answer(Knock& k) {
              r.policy > static_cast<std::uint32_t>(SlowConsumerPolicy::conflate)) {
     reply.code = static_cast<std::uint32_t>(ReplyCode::bad_request);
     copy_text(reply, "malformed attach request (protocol version " + std::to_string(kVersion) + ")");
+  } else if (r.policy == static_cast<std::uint32_t>(SlowConsumerPolicy::conflate) && !table_.on()) {
+    reply.code = static_cast<std::uint32_t>(ReplyCode::refused);
+    copy_text(reply, "policy conflate needs the channel's last-value table, and channel '" + config_.channel +
+                         "' keeps none ([state] enabled = false)");
   } else if (r.ring_capacity != 0 && r.ring_capacity != capacity_) {
     reply.code = static_cast<std::uint32_t>(ReplyCode::geometry_mismatch);
     copy_text(reply, "the channel's rings hold " + std::to_string(capacity_) +

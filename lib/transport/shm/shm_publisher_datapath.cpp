@@ -25,6 +25,7 @@ PublishResult ShmPublisher::publish(std::span<const Tick> ticks) noexcept {
     status_->next_seq.store(next_seq_, std::memory_order_relaxed);
     if (table_.on()) {
       table_.update(ticks, next_seq_ - want, config_.stamp_send_time ? Clock::now() : 0, counters_);
+      status_->table_next.store(next_seq_, std::memory_order_release);
     }
     counters_.published += want;
     counters_.unheard += want;
@@ -53,7 +54,10 @@ PublishResult ShmPublisher::publish(std::span<const Tick> ticks) noexcept {
     counters_.published += n;
     status_->next_seq.store(next_seq_, std::memory_order_relaxed);
     // After the rings and the published sequence: what TableDelivery relies on (table_delivery.hpp).
-    if (table_.on()) table_.update(ticks.first(n), first, stamping ? stamp : 0, counters_);
+    if (table_.on()) {
+      table_.update(ticks.first(n), first, stamping ? stamp : 0, counters_);
+      status_->table_next.store(next_seq_, std::memory_order_release);
+    }
   }
   if (n == want) return {PublishStatus::ok, static_cast<std::uint32_t>(n), blocked};
   ++counters_.back_pressured;

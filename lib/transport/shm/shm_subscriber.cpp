@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "tickrail/clock.hpp"
 #include "tickrail/error.hpp"
 #include "core/log.hpp"
 #include "tickrail/memory.hpp"
@@ -104,13 +105,16 @@ void ShmSubscriber::handshake(const std::string& what) {
   ring_ = map_received(fds[0].get(), ring_bytes(capacity_), false, what + ": ring");
   status_ = map_received(fds[1].get(), status_bytes(), false, what + ": status line");
   control_ = map_received(fds[2].get(), control_bytes(), true, what + ": control line");
-  if (table.capacity != 0) {
-    table_ = map_received(fds[3].get(), table_bytes(table.bytes()), false, what + ": last-value table");
-    table_geometry_ = table;
-    if (needs_table) table_delivery_ = std::make_unique<detail::TableDelivery>(table);
-  }
   status_line_ = static_cast<const Status*>(status_.get());
   control_line_ = static_cast<Control*>(control_.get());
+  if (needs_table) {
+    table_ = map_received(fds[3].get(), table_bytes(table.bytes()), false, what + ": last-value table");
+    table_geometry_ = table;
+    // A delivery that makes no progress for publisher_timeout has a publisher dead or lying.
+    const auto stall = static_cast<std::uint64_t>(
+        Clock::instance().ns_to_cycles(static_cast<double>(publisher_timeout_ns_)));
+    table_delivery_ = std::make_unique<detail::TableDelivery>(table, &status_line_->table_next, stall);
+  }
   // After a stop, 100 ms for the publisher's conductor to beat again (every conductor_period,
   // 5 ms by default; the publisher does not tell its own).
   silence_ = SilenceWatch(publisher_timeout_ns_, 100'000'000, monotonic_ns(),
@@ -128,22 +132,15 @@ bool ShmSubscriber::try_start() noexcept {
   reader_ = RingReader(static_cast<Slot*>(ring_.get()), capacity_,
                        control_line_->start_seq.load(std::memory_order_relaxed), &control_line_->credit);
   reader_.stop_at_laps(config_.policy == SlowConsumerPolicy::conflate);
-  if (config_.start == StartMode::snapshot) {
-    table_delivery_->begin(detail::TableDelivery::Why::snapshot, reader_, published());
-  }
+  if (config_.start == StartMode::snapshot) table_delivery_->begin(detail::TableDelivery::Why::snapshot, reader_);
   started_ = true;
   return true;
 }
 
 std::size_t ShmSubscriber::poll_with_table(detail::TickSink sink, std::size_t limit) noexcept {
-  if (table_delivery_->busy()) {
-    return table_delivery_->step(static_cast<Slot*>(table_.get()), reader_,
-                                 [this] { return published(); }, sink, limit);
-  }
+  if (table_delivery_->busy()) return table_delivery_->step(static_cast<Slot*>(table_.get()), reader_, sink, limit);
   const std::size_t n = reader_.poll(sink, limit);
-  if (reader_.lapped()) [[unlikely]] {
-    table_delivery_->begin(detail::TableDelivery::Why::conflation, reader_, published());
-  }
+  if (reader_.lapped()) [[unlikely]] table_delivery_->begin(detail::TableDelivery::Why::conflation, reader_);
   return n;
 }
 

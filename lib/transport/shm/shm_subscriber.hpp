@@ -28,9 +28,10 @@ class ShmSubscriber final : public detail::SubscriberTransport {
     if (table_delivery_ != nullptr) [[unlikely]] return poll_with_table(sink, limit);
     return reader_.poll(sink, limit);
   }
+  // From the attach (before the publisher activates us) until the snapshot is delivered.
   bool in_snapshot() const noexcept override {
-    return table_delivery_ != nullptr && table_delivery_->busy() &&
-           table_delivery_->why() == detail::TableDelivery::Why::snapshot;
+    return config_.start == StartMode::snapshot && table_delivery_ != nullptr &&
+           (!started_ || (table_delivery_->busy() && table_delivery_->why() == detail::TableDelivery::Why::snapshot));
   }
   SubscriberState state() const noexcept override;
   SubscriberCounters counters() const noexcept override {
@@ -40,8 +41,9 @@ class ShmSubscriber final : public detail::SubscriberTransport {
     c.laps = reader_.laps();
     c.skips = reader_.skips();
     if (table_delivery_ != nullptr) {
-      c.from_table = table_delivery_->delivered();
-      c.conflations = table_delivery_->deliveries(detail::TableDelivery::Why::conflation);
+      c.from_table = table_delivery_->entries_delivered();
+      c.conflations = table_delivery_->conflations();
+      c.table_abandoned = table_delivery_->abandoned();
     }
     return c;
   }
@@ -67,9 +69,6 @@ class ShmSubscriber final : public detail::SubscriberTransport {
   // start = snapshot or policy = conflate: the table delivered at the start and after laps.
   std::unique_ptr<detail::TableDelivery> table_delivery_;
   std::size_t poll_with_table(detail::TickSink sink, std::size_t limit) noexcept;
-  std::uint64_t published() const noexcept {
-    return status_line_->next_seq.load(std::memory_order_acquire);
-  }
   const Status* status_line_ = nullptr;
   Control* control_line_ = nullptr;
   // The reader is built once the publisher has chosen our first sequence (on activation).

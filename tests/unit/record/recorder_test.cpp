@@ -122,7 +122,7 @@ TEST_CASE("recorderFlushesAPartialBlockAfterItsTime") {
   ChannelRecorder rec(c, meta());
   REQUIRE(rec.on_tick(tick(1)));
   REQUIRE(rec.on_tick(tick(2)));
-  rec.flush_due(Clock::now());  // not yet due: stays in memory (the block is 4096 ticks)
+  rec.flush_due(Clock::now());  // not yet due: stays in memory (the block is 8192 ticks)
   // Bounded wait for the writer (no timing assertion: only that it happens eventually).
   for (int i = 0; i < 5000 && rec.stats().recorded == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

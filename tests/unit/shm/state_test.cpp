@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "core/last_value.hpp"
+#include "tickrail/clock.hpp"
+#include "transport/table_delivery.hpp"
 #include "shm_test_util.hpp"
 #include "tickrail/error.hpp"
 #include "tickrail/state.hpp"
@@ -512,4 +514,39 @@ TEST_CASE("a conflation lapped while it rolls forward starts over and ends exact
     }
   }
   CHECK(kept > 0);
+}
+
+// A publisher killed in the middle of writing an entry leaves it busy forever: the delivery is
+// given up after its stall budget, counted, and the subscriber goes on live.
+TEST_CASE("a snapshot stuck on an entry left half-written is given up and counted", "[state]") {
+  const detail::TableGeometry g{4, 7};
+  std::vector<Slot> table(g.entries());
+  std::vector<Slot> ring(8);
+  std::atomic<std::uint64_t> table_next{1};
+  std::atomic<std::uint64_t> credit{0};
+  // Entry (1, quote) holds tick 1; entry (2, quote) was being rewritten when its writer died.
+  Tick q{};
+  q.kind = TickKind::Quote;
+  q.instrument = 1;
+  write_slot(table[1 * kStateClasses], q, 1, 0, false);
+  ring_detail::store_relaxed(table[2 * kStateClasses].words[kSeqWord], detail::kEntryBusy);
+  write_slot(ring[1 & 7], q, 1, 0, false);
+  table_next.store(2);
+  RingReader reader(ring.data(), ring.size(), 1, &credit);
+  detail::TableDelivery d(g, &table_next, Clock::instance().ns_to_cycles(1e6));  // 1 ms
+  d.begin(detail::TableDelivery::Why::snapshot, reader);
+  std::size_t delivered = 0;
+  auto sink_fn = [&](const Tick&) { ++delivered; };
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (d.busy() && std::chrono::steady_clock::now() < deadline) {
+    (void)d.step(table.data(), reader, detail::TickSink(sink_fn), 256);
+  }
+  CHECK_FALSE(d.busy());
+  CHECK(d.abandoned() == 1);
+  CHECK(delivered == 0);
+  // The ring goes on live from where it is.
+  std::size_t live = 0;
+  auto count = [&](const Tick& t) { live += t.seq == 1; };
+  CHECK(reader.poll(count, 16) == 1);
+  CHECK(live == 1);
 }

@@ -27,8 +27,9 @@ namespace tickrail::record {
 struct RecorderConfig {
   std::string path;
   WriterOptions writer{};
-  std::uint32_t block_ticks = 4096;     // ticks per block (1..kMaxBlockTicks)
-  std::uint32_t queue_blocks = 64;      // blocks in memory: how much disk stall is absorbed
+  // 8192 x 32 blocks (16 MiB): the fastest of the sizes measured (BENCHMARKS.md, "Recording").
+  std::uint32_t block_ticks = 8192;     // ticks per block (1..kMaxBlockTicks)
+  std::uint32_t queue_blocks = 32;      // blocks in memory: how much disk stall is absorbed
   std::chrono::milliseconds flush_after{100};  // a partial block goes to disk after this long
   std::string housekeeping_cpus;        // where tr-rec runs ("" : off the polling thread's cpus)
   void validate() const;                // throws Error(config_error) naming the key
