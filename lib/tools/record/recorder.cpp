@@ -3,6 +3,7 @@
 #include <boost/lockfree/spsc_queue.hpp>
 
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -47,6 +48,15 @@ struct ChannelRecorder::Impl {
   std::string error;
   std::jthread thread;
 
+  void fail(ChannelRecorder& owner, std::string why, std::uint32_t ticks) {
+    {
+      std::lock_guard lock(error_mutex);
+      error = std::move(why);
+    }
+    owner.failed_.store(true, std::memory_order_release);
+    lost.fetch_add(ticks, std::memory_order_relaxed);
+  }
+
   // tr-rec: writes each full block, returns it; sleeps briefly when there is nothing (the
   // polling thread cannot wake it without a system call, which its path must not make).
   void run(ChannelRecorder& owner) {
@@ -67,13 +77,15 @@ struct ChannelRecorder::Impl {
           blocks_written.fetch_add(1, std::memory_order_relaxed);
           bytes.store(writer.bytes(), std::memory_order_relaxed);
           missing.store(writer.missing(), std::memory_order_relaxed);
+        } catch (const std::system_error& e) {
+          // The writer's messages carry the errno text already: without the category's tail
+          // ("...: No space left on device: No space left on device" otherwise).
+          std::string m = e.what();
+          const std::string tail = ": " + e.code().message();
+          if (m.size() > tail.size() && m.ends_with(tail)) m.resize(m.size() - tail.size());
+          fail(owner, std::move(m), b->count);
         } catch (const std::exception& e) {
-          {
-            std::lock_guard lock(error_mutex);
-            error = e.what();
-          }
-          owner.failed_.store(true, std::memory_order_release);
-          lost.fetch_add(b->count, std::memory_order_relaxed);
+          fail(owner, e.what(), b->count);
         }
       } else {
         lost.fetch_add(b->count, std::memory_order_relaxed);  // counted, never hidden
