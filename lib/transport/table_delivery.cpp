@@ -7,8 +7,8 @@
 namespace tickrail::detail {
 
 TableDelivery::TableDelivery(TableGeometry g, const std::atomic<std::uint64_t>* table_next,
-                             std::uint64_t stall_cycles)
-    : g_(g), copy_(g.entries()), table_next_(table_next), stall_cycles_(stall_cycles) {}
+                             const std::atomic<std::uint64_t>* published, std::uint64_t stall_cycles)
+    : g_(g), copy_(g.entries()), table_next_(table_next), published_(published), stall_cycles_(stall_cycles) {}
 
 void TableDelivery::begin(Why why, RingReader& ring) noexcept {
   why_ = why;
@@ -70,10 +70,12 @@ bool TableDelivery::copy(Slot* table, RingReader& ring) noexcept {
   return cursor_ == copy_.size();
 }
 
-// Entries the publisher could not have written (a sequence not yet in the table when we looked
-// after the copy, or a tick of another instrument or class than its place) are not used.
+// Entries the publisher could not have written (a sequence it had not published when we looked
+// after the copy, or a tick of another instrument or class than its place) are not used. An entry
+// of the batch in flight (at or above table_next) is kept: its tick is in the ring, and the roll
+// forward to E brings every other entry to the same point.
 void TableDelivery::finish_copy() noexcept {
-  const std::uint64_t bound = table_next();
+  const std::uint64_t bound = published_->load(std::memory_order_acquire);
   end_ = 0;
   last_ = 0;
   for (std::size_t i = 0; i < copy_.size(); ++i) {

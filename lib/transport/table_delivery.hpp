@@ -36,10 +36,12 @@ class TableDelivery {
   enum class Why : std::uint8_t { snapshot, conflation };
 
   // Allocates the private copy. `table_next`: the publisher's word saying every tick below it is
-  // in the table (it stores it after each table update); `stall_cycles`: how long a delivery may
+  // in the table (it stores it after each table update); `published`: its next sequence (stored
+  // before the table update: no entry it wrote can hold a sequence at or above it); `stall_cycles`: how long a delivery may
   // make no progress (an entry left busy, a ring that stops short of E: a publisher dead or
   // lying) before it is abandoned.
-  TableDelivery(TableGeometry g, const std::atomic<std::uint64_t>* table_next, std::uint64_t stall_cycles);
+  TableDelivery(TableGeometry g, const std::atomic<std::uint64_t>* table_next,
+                const std::atomic<std::uint64_t>* published, std::uint64_t stall_cycles);
 
   // Starts a delivery; `ring` has started.
   void begin(Why why, RingReader& ring) noexcept;
@@ -71,6 +73,7 @@ class TableDelivery {
   TableGeometry g_;
   std::vector<Tick> copy_;  // seq 0: nothing to deliver
   const std::atomic<std::uint64_t>* table_next_;
+  const std::atomic<std::uint64_t>* published_;
   std::uint64_t stall_cycles_;
   Why why_ = Why::snapshot;
   Phase phase_ = Phase::idle;

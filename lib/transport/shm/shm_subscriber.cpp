@@ -113,7 +113,8 @@ void ShmSubscriber::handshake(const std::string& what) {
     // A delivery that makes no progress for publisher_timeout has a publisher dead or lying.
     const auto stall = static_cast<std::uint64_t>(
         Clock::instance().ns_to_cycles(static_cast<double>(publisher_timeout_ns_)));
-    table_delivery_ = std::make_unique<detail::TableDelivery>(table, &status_line_->table_next, stall);
+    table_delivery_ = std::make_unique<detail::TableDelivery>(table, &status_line_->table_next,
+                                                             &status_line_->next_seq, stall);
   }
   // After a stop, 100 ms for the publisher's conductor to beat again (every conductor_period,
   // 5 ms by default; the publisher does not tell its own).
