@@ -1,0 +1,192 @@
+// LineArbiter: one stream received over two lines (the same ticks under the same sequence
+// numbers) delivered once per sequence number, in order, whichever line brought it first.
+//
+// Each line brings its ticks in increasing sequence order (a Subscriber delivers so), which is
+// what makes arbitration cheap: a sequence missing at `next` is either still to come on the line
+// that is behind, or lost on both lines once both have passed it. Ticks beyond such a hole wait
+// in a window of `capacity` ticks. The hole is given up when it is lost on both lines (counted in
+// gaps), when the window cannot hold a tick the line ahead brings (the lines are `capacity`
+// apart), or when the owner gives it up (skip_hole: the line behind has stalled too long). A
+// line that is down (line_down) fills no hole: the other line's holes are gaps at once.
+//
+// offer(), skip_hole(), line_down() and line_up() never allocate, throw or make a system call;
+// each does O(1) work per tick delivered, plus one scan of the window when a hole is given up.
+// The sequence numbers are the lines' own: nothing here trusts them to be sane (a line that jumps
+// far ahead costs a window scan, not a loop over the jump).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "tickrail/tick.hpp"
+
+namespace tickrail::detail {
+
+class LineArbiter {
+ public:
+  static constexpr int kLines = 2;
+  struct LineCounts {
+    std::uint64_t first = 0;       // ticks delivered from this line (it brought them first)
+    std::uint64_t duplicates = 0;  // ticks discarded: sequence delivered, held, given up or 0
+    std::uint64_t last = 0;        // the highest sequence it brought (0: none yet)
+    bool down = false;
+  };
+
+  // `capacity`: ticks the window holds, a power of two. Allocates it.
+  explicit LineArbiter(std::size_t capacity) : slots_(capacity), mask_(capacity - 1) {}
+
+  // The first sequence to deliver. Without it, the stream starts at the first tick offered.
+  void start_at(std::uint64_t seq) noexcept {
+    next_ = seq;
+    started_ = true;
+  }
+
+  template <class Deliver>
+  void offer(int line, const Tick& t, Deliver&& deliver) noexcept {
+    LineCounts& l = lines_[line & 1];
+    const std::uint64_t s = t.seq;
+    if (s == 0) {  // no tick has sequence 0
+      ++l.duplicates;
+      return;
+    }
+    if (!started_) start_at(s);
+    l.last = std::max(l.last, s);
+    if (s < next_ || held(s)) {
+      ++l.duplicates;
+    } else if (s == next_) {
+      ++l.first;
+      ++delivered_;
+      ++next_;
+      deliver(t);
+    } else {
+      if (s - next_ >= capacity()) skip_to(s - capacity() + 1, deliver);  // the lines are too far apart
+      if (s == next_) {
+        ++l.first;
+        ++delivered_;
+        ++next_;
+        deliver(t);
+      } else {
+        Held& h = slots_[s & mask_];
+        h.tick = t;
+        h.line = static_cast<std::uint8_t>(line & 1);
+        ++waiting_;
+      }
+    }
+    settle(deliver);
+  }
+
+  // Gives up the hole at next(), if ticks wait beyond it: they are delivered up to the next hole.
+  template <class Deliver>
+  void skip_hole(Deliver&& deliver) noexcept {
+    const std::uint64_t h = first_held(~std::uint64_t{0});
+    if (h != 0) skip_to(h, deliver);
+    settle(deliver);
+  }
+
+  // A line that will bring nothing more (its publisher gone) fills no hole; line_up() when it
+  // is back (a new subscriber, from wherever its publisher is).
+  template <class Deliver>
+  void line_down(int line, Deliver&& deliver) noexcept {
+    lines_[line & 1].down = true;
+    settle(deliver);
+  }
+  void line_up(int line) noexcept {
+    lines_[line & 1].down = false;
+    lines_[line & 1].last = 0;
+  }
+
+  [[nodiscard]] std::uint64_t next() const noexcept { return next_; }
+  [[nodiscard]] std::uint64_t delivered() const noexcept { return delivered_; }
+  [[nodiscard]] std::uint64_t gaps() const noexcept { return gaps_; }        // lost on both lines
+  [[nodiscard]] std::uint64_t skipped() const noexcept { return skipped_; }  // given up, maybe not lost
+  [[nodiscard]] const LineCounts& line(int l) const noexcept { return lines_[l & 1]; }
+  [[nodiscard]] std::size_t capacity() const noexcept { return slots_.size(); }
+  // Is a tick waiting beyond a hole? (The owner times how long.)
+  [[nodiscard]] bool holding() const noexcept { return waiting_ != 0; }
+
+ private:
+  struct Held {
+    Tick tick{};  // seq 0: empty
+    std::uint8_t line = 0;
+  };
+
+  [[nodiscard]] bool held(std::uint64_t s) const noexcept {
+    return s - next_ < capacity() && slots_[s & mask_].tick.seq == s && s != 0;
+  }
+  // The lowest sequence waiting in the window below `limit`, 0 when none (a scan of the window,
+  // only when something waits).
+  [[nodiscard]] std::uint64_t first_held(std::uint64_t limit) const noexcept {
+    if (waiting_ == 0) return 0;
+    for (std::uint64_t s = next_; s < limit && s - next_ < capacity(); ++s) {
+      if (held(s)) return s;
+    }
+    return 0;
+  }
+  // Every hole below this is lost on both lines: each line has passed it or will bring nothing.
+  [[nodiscard]] std::uint64_t decided() const noexcept {
+    const LineCounts& a = lines_[0];
+    const LineCounts& b = lines_[1];
+    if (a.down && b.down) return std::max(a.last, b.last);
+    if (a.down) return b.last;
+    if (b.down) return a.last;
+    return std::min(a.last, b.last);
+  }
+
+  template <class Deliver>
+  void deliver_held(Deliver& deliver) noexcept {
+    Held& h = slots_[next_ & mask_];
+    ++lines_[h.line].first;
+    ++delivered_;
+    ++next_;
+    --waiting_;
+    deliver(h.tick);
+    h.tick.seq = 0;
+  }
+
+  // Moves next() to `to`, delivering what waits below it and counting the rest as skipped.
+  template <class Deliver>
+  void skip_to(std::uint64_t to, Deliver& deliver) noexcept {
+    while (next_ < to) {
+      if (held(next_)) {
+        deliver_held(deliver);
+        continue;
+      }
+      const std::uint64_t h = first_held(to);
+      const std::uint64_t stop = h != 0 ? h : to;
+      skipped_ += stop - next_;
+      next_ = stop;
+    }
+  }
+
+  // Delivers what waits at next(), and counts holes lost on both lines as gaps.
+  template <class Deliver>
+  void settle(Deliver& deliver) noexcept {
+    for (;;) {
+      if (held(next_)) {
+        deliver_held(deliver);
+        continue;
+      }
+      const std::uint64_t d = decided();
+      if (next_ >= d) return;
+      const std::uint64_t h = first_held(d);
+      const std::uint64_t stop = h != 0 ? h : d;
+      gaps_ += stop - next_;
+      next_ = stop;
+    }
+  }
+
+  std::vector<Held> slots_;
+  std::uint64_t mask_;
+  std::array<LineCounts, kLines> lines_{};
+  std::uint64_t waiting_ = 0;  // ticks held in the window
+  std::uint64_t next_ = 1;
+  bool started_ = false;
+  std::uint64_t delivered_ = 0;
+  std::uint64_t gaps_ = 0;
+  std::uint64_t skipped_ = 0;
+};
+
+}  // namespace tickrail::detail
