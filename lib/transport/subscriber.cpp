@@ -31,15 +31,6 @@ stats::EndpointState to_endpoint_state(SubscriberState s) noexcept {
 }
 
 
-// What a later attempt can change: a publisher not there yet (RC: nobody listening at the
-// address), gone (also in the system's words, when it vanished mid-handshake), or not
-// answering. A refusal (rejected: wrong token, channel or address) is final.
-bool worth_retrying(const std::error_code& e) noexcept {
-  return e == Errc::not_found || e == Errc::peer_gone || e == Errc::timed_out ||
-         e == std::errc::connection_reset || e == std::errc::broken_pipe ||
-         e == std::errc::connection_refused;
-}
-
 std::unique_ptr<detail::SubscriberTransport> attach(const SubscriberConfig& config,
                                                     const std::function<void()>* between) {
   using Clock = std::chrono::steady_clock;
@@ -52,7 +43,7 @@ std::unique_ptr<detail::SubscriberTransport> attach(const SubscriberConfig& conf
     try {
       return detail::make_subscriber_transport(attempt, where);
     } catch (const Error& e) {
-      if (!worth_retrying(e.code()) || Clock::now() >= deadline) throw;
+      if (!detail::attach_worth_retrying(e.code()) || Clock::now() >= deadline) throw;
       logger()->debug("subscriber: channel '{}': {}; trying again", config.channel, e.what());
     }
     for (int i = 0; i < 20 && Clock::now() < deadline; ++i) {
@@ -65,6 +56,15 @@ std::unique_ptr<detail::SubscriberTransport> attach(const SubscriberConfig& conf
   }
 }
 }  // namespace
+
+// What a later attempt can change: a publisher not there yet (RC: nobody listening at the
+// address), gone (also in the system's words, when it vanished mid-handshake), or not
+// answering. A refusal (rejected: wrong token, channel or address) is final.
+bool detail::attach_worth_retrying(const std::error_code& e) noexcept {
+  return e == Errc::not_found || e == Errc::peer_gone || e == Errc::timed_out ||
+         e == std::errc::connection_reset || e == std::errc::broken_pipe ||
+         e == std::errc::connection_refused;
+}
 
 Subscriber::Subscriber(const SubscriberConfig& config) : impl_(attach(config, nullptr)) {
   start(config);

@@ -58,6 +58,9 @@ class SubscriberTransport {
   virtual WakeCounter* wakeups() noexcept { return nullptr; }
 };
 
+// Whether an attach that failed with `e` may succeed later (Subscriber's attach_timeout retries).
+bool attach_worth_retrying(const std::error_code& e) noexcept;
+
 // `where`: the placement of the transport's background thread (Placement::for_endpoint).
 std::unique_ptr<PublisherTransport> make_publisher_transport(const PublisherConfig& config,
                                                              const Placement& where);

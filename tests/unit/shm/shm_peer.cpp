@@ -3,6 +3,8 @@
 //   shm_peer sub CHANNEL POLICY      attaches and consumes slowly
 //   shm_peer pub CHANNEL             publishes a tick every millisecond
 //   shm_peer count CHANNEL N         attaches, receives N ticks, prints "got K in order|gap"
+//   shm_peer stream CHANNEL N        once subscribed, publishes payload(0..N-1) (sequences 1..N),
+//                                    16 ticks each 100 us: one line of a failover test
 //   shm_peer pub-locked CHANNEL DIR  a publisher with lock_memory under RLIMIT_MEMLOCK 0
 //   shm_peer pub-big CHANNEL DIR     a publisher whose rings exceed RLIMIT_FSIZE (1 MiB)
 // With TICKRAIL_PEER_UID set (and root), it first becomes that user: another uid, made by the test.
@@ -16,8 +18,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <span>
 #include <thread>
 
+#include "shm_test_util.hpp"
 #include "tickrail/publisher.hpp"
 #include "tickrail/subscriber.hpp"
 
@@ -86,6 +90,28 @@ int main(int argc, char** argv) {
         });
       }
       say("got " + std::to_string(got) + (in_order ? " in order" : " gap"));
+      return 0;
+    }
+    if (mode == "stream" && argc >= 4) {
+      PublisherConfig c;
+      c.channel = argv[2];
+      c.conductor_period = 1ms;
+      const std::uint64_t n = std::strtoull(argv[3], nullptr, 10);
+      Publisher p(c);
+      say("ready");
+      if (p.wait_subscribers(1, 10s) != 1) return 1;
+      Tick batch[16];
+      for (std::uint64_t i = 0; i < n && std::chrono::steady_clock::now() < deadline;) {
+        const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(16, n - i));
+        for (std::size_t j = 0; j < k; ++j) batch[j] = test::payload(i + j);
+        for (std::size_t done = 0; done < k && std::chrono::steady_clock::now() < deadline;) {
+          done += p.publish(std::span<const Tick>(batch + done, k - done)).published;
+        }
+        i += k;
+        std::this_thread::sleep_for(100us);
+      }
+      // Stays (its line stays up) until killed, or its deadline.
+      while (std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
       return 0;
     }
     if (mode == "pub" || mode == "pub-locked" || mode == "pub-big") {

@@ -7,54 +7,12 @@
 
 #include <cstdlib>
 
+#include "peer.hpp"
 #include "shm_test_util.hpp"
 
 using namespace tickrail;
 using namespace tickrail::test;
 using namespace std::chrono_literals;
-
-namespace {
-
-// Starts the peer program with a pipe on its stdout and waits (bounded) for its "ready".
-struct Peer {
-  pid_t pid = -1;
-  int out = -1;
-
-  Peer(std::initializer_list<std::string> args) {
-    const char* exe = std::getenv("TICKRAIL_SHM_PEER");
-    REQUIRE(exe != nullptr);
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      ::dup2(fds[1], 1);
-      ::close(fds[0]);
-      std::vector<std::string> a(args);
-      std::vector<char*> argv{const_cast<char*>(exe)};
-      for (auto& s : a) argv.push_back(s.data());
-      argv.push_back(nullptr);
-      ::execv(exe, argv.data());
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    out = fds[0];
-    char buf[16] = {};
-    REQUIRE(::read(out, buf, 6) == 6);  // "ready\n"; the peer bounds its own life
-    REQUIRE(std::string(buf, 5) == "ready");
-  }
-  void kill9() {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    pid = -1;
-  }
-  ~Peer() {
-    if (pid > 0) kill9();
-    if (out >= 0) ::close(out);
-  }
-};
-
-}  // namespace
 
 TEST_CASE("killedSubscriberProcessIsReclaimedAndOthersCarryOn") {
   const auto ch = unique_channel("kill-sub");

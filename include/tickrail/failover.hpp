@@ -1,0 +1,77 @@
+// FailoverSubscriber: one stream received over two redundant lines (hot failover).
+//
+// Two Subscribers of any transports read the same stream: the same ticks under the same sequence
+// numbers (two publishers replaying the same input, or one publishing on two channels). Each
+// sequence number is delivered once, in order, the first copy to arrive. A sequence missing on
+// one line waits, with what comes after it, in a window of `window` ticks for the other line; it
+// is a gap only once both lines have passed it, or when it has waited `hole_timeout`, or when the
+// lines are further apart than the window (both counted, apart). A line whose publisher goes
+// (closed, silent, or it evicted us) is down: the other line goes on alone, and a background
+// thread ("tr-failover") attaches that line again every `reattach_every` until it is back.
+//
+// The stream starts at the first tick either line brings. Threading: one thread polls and reads
+// the counters; poll() never blocks, throws, allocates, logs or makes a system call. It may
+// deliver more than `limit` ticks: a tick that fills a hole releases those waiting behind it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+#include "tickrail/config.hpp"
+#include "tickrail/export.hpp"
+#include "tickrail/subscriber.hpp"
+#include "tickrail/tick.hpp"
+
+namespace tickrail {
+
+struct FailoverConfig {
+  SubscriberConfig line[2];  // line A and line B
+  std::uint32_t window = 4096;                   // ticks held beyond a hole: a power of two, 2..1048576
+  std::chrono::microseconds hole_timeout{1000};  // how long a hole waits for the line behind
+  std::chrono::milliseconds reattach_every{100};  // how often a line down is attached again
+  void validate() const;  // throws Error(config_error) naming the key
+};
+
+struct FailoverLineCounters {
+  std::uint64_t first = 0;       // ticks delivered from this line: it brought them first
+  std::uint64_t duplicates = 0;  // its copies discarded (delivered already, or given up)
+  std::uint64_t downs = 0;       // times it went down
+  std::uint64_t down_ns = 0;     // time spent down, until now
+  bool up = false;
+};
+
+struct FailoverCounters {
+  std::uint64_t delivered = 0;
+  std::uint64_t gaps = 0;     // sequence numbers lost on both lines
+  std::uint64_t skipped = 0;  // holes given up after hole_timeout or beyond the window
+  FailoverLineCounters line[2];
+};
+
+class TICKRAIL_API FailoverSubscriber {
+ public:
+  // Attaches both lines, each as a Subscriber would (within its attach_timeout). A line that
+  // cannot attach starts down and is attached again in the background; when neither can, throws
+  // the first line's Error. Throws Error(config_error) for a bad config.
+  explicit FailoverSubscriber(const FailoverConfig& config);
+  ~FailoverSubscriber();
+  FailoverSubscriber(const FailoverSubscriber&) = delete;
+  FailoverSubscriber& operator=(const FailoverSubscriber&) = delete;
+
+  // Delivers to `handler(const Tick&)` what polling each line (up to `limit` ticks from each)
+  // brings first; returns how many ticks it delivered.
+  template <class Handler>
+  std::size_t poll(Handler&& handler, std::size_t limit = 256) noexcept {
+    return poll_sink(detail::TickSink(handler), limit);
+  }
+
+  [[nodiscard]] FailoverCounters counters() const noexcept;
+  [[nodiscard]] bool line_up(int line) const noexcept;
+
+ private:
+  std::size_t poll_sink(detail::TickSink sink, std::size_t limit) noexcept;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tickrail

@@ -1,0 +1,222 @@
+#include "tickrail/failover.hpp"
+
+#include <array>
+#include <atomic>
+#include <thread>
+
+#include "core/line_arbiter.hpp"
+#include "core/log.hpp"
+#include "core/thread.hpp"
+#include "tickrail/clock.hpp"
+#include "tickrail/error.hpp"
+#include "transport/transport.hpp"
+
+namespace tickrail {
+
+void FailoverConfig::validate() const {
+  line[0].validate();
+  line[1].validate();
+  if (window < 2 || window > (1u << 20) || (window & (window - 1)) != 0) {
+    throw Error(Errc::config_error, "failover window: " + std::to_string(window) +
+                                        " is not a power of two in 2..1048576");
+  }
+  if (hole_timeout.count() <= 0 || hole_timeout > std::chrono::seconds(10)) {
+    throw Error(Errc::config_error, "failover hole_timeout: " + std::to_string(hole_timeout.count()) +
+                                        " us is outside 1 us..10 s");
+  }
+  if (reattach_every.count() <= 0 || reattach_every > std::chrono::minutes(1)) {
+    throw Error(Errc::config_error, "failover reattach_every: " + std::to_string(reattach_every.count()) +
+                                        " ms is outside 1 ms..1 min");
+  }
+}
+
+namespace {
+
+bool ended(SubscriberState s) noexcept {
+  return s == SubscriberState::publisher_gone || s == SubscriberState::evicted || s == SubscriberState::closed;
+}
+
+}  // namespace
+
+// A line's Subscriber belongs to the polling thread. tr-failover hands it a new one through
+// `fresh` once it asks (`wanted`), and deletes the one it retired (`retired`): attaching and
+// freeing are control plane, kept off the polling thread.
+struct FailoverSubscriber::Impl {
+  struct Line {
+    std::unique_ptr<Subscriber> sub;
+    bool up = false;
+    std::uint32_t idle = 0;  // empty polls since its state was last looked at
+    std::uint64_t downs = 0;
+    std::uint64_t down_since = 0;   // Clock cycles, while down
+    std::uint64_t down_cycles = 0;  // before down_since
+    std::atomic<Subscriber*> fresh{nullptr};
+    std::atomic<Subscriber*> retired{nullptr};
+    std::atomic<bool> wanted{false};
+  };
+
+  explicit Impl(const FailoverConfig& c) : config(c), arb(c.window) {}
+  ~Impl() {
+    thread = {};  // stops and joins tr-failover first
+    for (Line& l : lines) {
+      delete l.fresh.exchange(nullptr);
+      delete l.retired.exchange(nullptr);
+    }
+  }
+
+  void attach_all();
+  void reattach_loop(const std::stop_token& stop);
+  template <class Deliver>
+  void adopt(int i, Deliver& deliver) noexcept;
+  template <class Deliver>
+  void went_down(int i, Deliver& deliver) noexcept;
+  template <class Deliver>
+  void watch_hole(Deliver& deliver) noexcept;
+
+  FailoverConfig config;
+  detail::LineArbiter arb;
+  std::array<Line, 2> lines;
+  std::uint64_t hole_cycles = 0;
+  std::uint64_t hole_since = 0;  // Clock cycles; 0: no hole being waited on
+  std::uint64_t hole_at = 0;     // the sequence of that hole
+  std::jthread thread;
+};
+
+void FailoverSubscriber::Impl::attach_all() {
+  std::exception_ptr first;
+  for (int i = 0; i < 2; ++i) {
+    try {
+      lines[i].sub = std::make_unique<Subscriber>(config.line[i]);
+      lines[i].up = true;
+    } catch (const Error& e) {
+      // A refusal or a bad config is the operator's to fix, not a line to wait for.
+      if (!detail::attach_worth_retrying(e.code())) throw;
+      if (!first) first = std::current_exception();
+      lines[i].down_since = Clock::now();
+      lines[i].downs = 1;
+      lines[i].wanted.store(true, std::memory_order_release);
+      arb.line_down(i, [](const Tick&) {});
+    }
+  }
+  if (!lines[0].up && !lines[1].up) std::rethrow_exception(first);
+}
+
+void FailoverSubscriber::Impl::reattach_loop(const std::stop_token& stop) {
+  while (!stop.stop_requested()) {
+    for (int i = 0; i < 2; ++i) {
+      Line& l = lines[i];
+      delete l.retired.exchange(nullptr, std::memory_order_acquire);
+      if (!l.wanted.load(std::memory_order_acquire) || l.fresh.load(std::memory_order_acquire) != nullptr) continue;
+      SubscriberConfig once = config.line[i];
+      once.attach_timeout = std::chrono::milliseconds(0);  // one try per period
+      try {
+        l.fresh.store(new Subscriber(once), std::memory_order_release);
+        l.wanted.store(false, std::memory_order_release);
+        logger()->info("failover: line {} (channel '{}') attached again", i == 0 ? 'A' : 'B', once.channel);
+      } catch (const Error& e) {
+        logger()->debug("failover: line {} (channel '{}'): {}", i == 0 ? 'A' : 'B', once.channel, e.what());
+      }
+    }
+    std::this_thread::sleep_for(config.reattach_every);
+  }
+}
+
+// A line that tr-failover attached again replaces the one that went down.
+template <class Deliver>
+void FailoverSubscriber::Impl::adopt(int i, Deliver& deliver) noexcept {
+  (void)deliver;
+  Line& l = lines[i];
+  if (l.fresh.load(std::memory_order_relaxed) == nullptr || l.retired.load(std::memory_order_acquire) != nullptr) {
+    return;
+  }
+  l.retired.store(l.sub.release(), std::memory_order_release);
+  l.sub.reset(l.fresh.exchange(nullptr, std::memory_order_acquire));
+  l.up = true;
+  l.idle = 0;
+  l.down_cycles += Clock::now() - l.down_since;
+  arb.line_up(i);
+}
+
+template <class Deliver>
+void FailoverSubscriber::Impl::went_down(int i, Deliver& deliver) noexcept {
+  Line& l = lines[i];
+  l.up = false;
+  ++l.downs;
+  l.down_since = Clock::now();
+  l.wanted.store(true, std::memory_order_release);
+  arb.line_down(i, deliver);
+}
+
+// A hole that waited hole_timeout for the line behind is given up.
+template <class Deliver>
+void FailoverSubscriber::Impl::watch_hole(Deliver& deliver) noexcept {
+  if (!arb.holding()) {
+    hole_since = 0;
+    return;
+  }
+  const std::uint64_t now = Clock::now();
+  if (hole_since == 0 || hole_at != arb.next()) {
+    hole_since = now;
+    hole_at = arb.next();
+  } else if (now - hole_since >= hole_cycles) {
+    arb.skip_hole(deliver);
+    hole_since = 0;
+  }
+}
+
+FailoverSubscriber::FailoverSubscriber(const FailoverConfig& config) {
+  config.validate();
+  impl_ = std::make_unique<Impl>(config);
+  impl_->hole_cycles = static_cast<std::uint64_t>(
+      Clock::instance().ns_to_cycles(static_cast<double>(config.hole_timeout.count()) * 1e3));
+  impl_->attach_all();
+  const auto where = detail::Placement::for_endpoint(config.line[0].housekeeping_cpus,
+                                                     "failover subscriber '" + config.line[0].channel + "'");
+  impl_->thread = detail::start_thread("tr-failover", where,
+                                       [impl = impl_.get()](std::stop_token stop) { impl->reattach_loop(stop); });
+}
+
+FailoverSubscriber::~FailoverSubscriber() = default;
+
+std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, std::size_t limit) noexcept {
+  Impl& m = *impl_;
+  std::size_t n = 0;
+  auto deliver = [&](const Tick& t) {
+    sink(t);
+    ++n;
+  };
+  for (int i = 0; i < 2; ++i) {
+    Impl::Line& l = m.lines[i];
+    if (!l.up) m.adopt(i, deliver);
+    if (l.sub == nullptr) continue;
+    auto offer = [&](const Tick& t) { m.arb.offer(i, t, deliver); };
+    const std::size_t got = l.sub->poll(offer, limit);
+    // Its state (a clock read) on every 64th empty poll: an ended line has been drained by then.
+    if (got == 0 && l.up && (++l.idle & 63u) == 0 && ended(l.sub->state())) m.went_down(i, deliver);
+  }
+  m.watch_hole(deliver);
+  return n;
+}
+
+FailoverCounters FailoverSubscriber::counters() const noexcept {
+  const Impl& m = *impl_;
+  FailoverCounters c;
+  c.delivered = m.arb.delivered();
+  c.gaps = m.arb.gaps();
+  c.skipped = m.arb.skipped();
+  const Clock& clock = Clock::instance();
+  for (int i = 0; i < 2; ++i) {
+    const Impl::Line& l = m.lines[i];
+    FailoverLineCounters& o = c.line[i];
+    o.first = m.arb.line(i).first;
+    o.duplicates = m.arb.line(i).duplicates;
+    o.downs = l.downs;
+    o.up = l.up;
+    const std::uint64_t down = l.down_cycles + (l.up ? 0 : Clock::now() - l.down_since);
+    o.down_ns = static_cast<std::uint64_t>(clock.to_ns(down));
+  }
+  return c;
+}
+
+bool FailoverSubscriber::line_up(int line) const noexcept { return impl_->lines[line & 1].up; }
+
+}  // namespace tickrail
