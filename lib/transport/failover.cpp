@@ -109,8 +109,10 @@ void FailoverSubscriber::Impl::reattach_loop(const std::stop_token& stop) {
       SubscriberConfig once = config.line[i];
       once.attach_timeout = std::chrono::milliseconds(0);  // one try per period
       try {
-        l.fresh.store(new Subscriber(once), std::memory_order_release);
+        auto fresh = std::make_unique<Subscriber>(once);
+        // Cleared before the hand-over: a line that goes down again at once asks again.
         l.wanted.store(false, std::memory_order_release);
+        l.fresh.store(fresh.release(), std::memory_order_release);
         logger()->info("failover: line {} (channel '{}') attached again", i == 0 ? 'A' : 'B', once.channel);
       } catch (const Error& e) {
         logger()->debug("failover: line {} (channel '{}'): {}", i == 0 ? 'A' : 'B', once.channel, e.what());
@@ -171,6 +173,13 @@ FailoverSubscriber::FailoverSubscriber(const FailoverConfig& config) {
   impl_->attach_all();
   const auto where = detail::Placement::for_endpoint(config.line[0].housekeeping_cpus,
                                                      "failover subscriber '" + config.line[0].channel + "'");
+  // A line attached again from tr-failover gets the placement decided here, from the app's
+  // thread: decided there, tr-failover's own cpus would count as a pinned thread's (hot).
+  std::string cpus;
+  for (const int c : where.cpus()) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
+  for (SubscriberConfig& line : impl_->config.line) {
+    if (line.housekeeping_cpus.empty()) line.housekeeping_cpus = cpus;
+  }
   impl_->thread = detail::start_thread("tr-failover", where,
                                        [impl = impl_.get()](std::stop_token stop) { impl->reattach_loop(stop); });
 }
