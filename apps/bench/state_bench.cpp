@@ -53,7 +53,8 @@ std::vector<double> each(const std::vector<SnapshotRep>& reps, F f) {
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 void add_state_options(CLI::App& app, StateOptions& o) {
@@ -161,10 +162,17 @@ nlohmann::json on_off_json(const std::vector<OnOffRound>& rounds) {
 std::string on_off_summary_text(const std::vector<OnOffRound>& rounds) {
   const nlohmann::json j = on_off_json(rounds);
   const auto met = [](bool b) { return b ? "met" : "NOT met"; };
-  return fmt("last-value table, on/off in the same rounds (median of per-round ratios): p50 %.3f, "
-             "throughput %.3f; target within 5%%: p50 %s, throughput %s\n",
-             j["p50_ratio_median"].get<double>(), j["throughput_ratio_median"].get<double>(),
-             met(j["within_5_percent"]["p50"].get<bool>()), met(j["within_5_percent"]["throughput"].get<bool>()));
+  std::vector<double> p50, tp;
+  for (const nlohmann::json& r : j["rounds"]) {
+    p50.push_back(r["p50_ratio"].get<double>());
+    tp.push_back(r["throughput_ratio"].get<double>());
+  }
+  const Spread p = spread(p50), t = spread(tp);
+  return fmt("last-value table, on/off in the same rounds (median of per-round ratios): p50 %.3f "
+             "(rounds %.3f..%.3f), throughput %.3f (rounds %.3f..%.3f); target within 5%%: p50 %s, "
+             "throughput %s\n",
+             p.p50, p.min, p.max, t.p50, t.min, t.max, met(j["within_5_percent"]["p50"].get<bool>()),
+             met(j["within_5_percent"]["throughput"].get<bool>()));
 }
 
 std::string snapshot_text(const SnapshotRun& run) {

@@ -96,6 +96,6 @@ struct SnapshotRun {
                                             const std::string& housekeeping_cpus);
 [[nodiscard]] nlohmann::json snapshot_json(const SnapshotRun& run);
 
-[[nodiscard]] double median(std::vector<double> v);  // 0 for none
+[[nodiscard]] double median(std::vector<double> v);  // the middle two's mean for an even count; 0 for none
 
 }  // namespace tickrail::bench

@@ -125,6 +125,13 @@ TEST_CASE("bench table on/off report: per-round ratios, their median, the 5% tar
   CHECK(j["within_5_percent"]["throughput"] == true);
   CHECK_THAT(on_off_round_text(rounds[0]), Catch::Contains("ratio 1.040") && Catch::Contains("ratio 0.960"));
 
+  CHECK_THAT(on_off_summary_text(rounds), Catch::Contains("p50 1.040 (rounds 1.000..1.100)"));
+  // An even count: the mean of the middle two, not the upper one.
+  const std::vector<OnOffRound> two = {{100, 100, 8e6, 10e6}, {120, 100, 12e6, 10e6}};
+  CHECK(on_off_json(two)["p50_ratio_median"].get<double>() == Approx(1.1));
+  CHECK(on_off_json(two)["throughput_ratio_median"].get<double>() == Approx(1.0));
+  CHECK(median({}) == 0);
+
   const std::vector<OnOffRound> costly = {{106, 100, 9.4e6, 10e6}};
   const nlohmann::json c = on_off_json(costly);
   CHECK(c["within_5_percent"]["p50"] == false);
