@@ -475,14 +475,13 @@ struct Channels {
     c.stamp_send_time = false;
     unstamped.emplace(c, "unstamped channel's subscriber");
     if (o.state.state == "both") {
-      PublisherConfig s = config;
-      s.channel += "-nostate";
-      s.state.enabled = false;
-      state_off.emplace(s, "table-off subscriber");
-      s = c;
-      s.channel += "-nostate";
-      s.state.enabled = false;
-      unstamped_state_off.emplace(s, "unstamped table-off subscriber");
+      const auto no_table = [](PublisherConfig p) {
+        p.channel += "-nostate";
+        p.state.enabled = false;
+        return p;
+      };
+      state_off.emplace(no_table(config), "table-off subscriber");
+      unstamped_state_off.emplace(no_table(c), "unstamped table-off subscriber");
     }
     const auto pair = [&](const std::string& name, bool stats, std::optional<Channel>& slot) {
       PublisherConfig p = config;
