@@ -64,8 +64,8 @@ void add_state_options(CLI::App& app, StateOptions& o) {
       ->check(CLI::IsMember({"on", "off", "both"}))
       ->capture_default_str();
   app.add_option("--state-capacity", o.capacity,
-                 "instruments of the table (the ticks spread over all of them); with --snapshot, "
-                 "default N")
+                 "instruments of the table (the ticks spread over all of them); with --snapshot N, "
+                 "N unless given")
       ->check(CLI::Range(std::uint32_t{1}, kMaxStateCapacity))
       ->each([&o](const std::string&) { o.capacity_given = true; })
       ->capture_default_str();
