@@ -25,9 +25,15 @@
 // --stats on|off|both: tickrail's live counters (tickrail-stat) on, off, or both: a second channel
 // with counters off runs in the same rounds, and the p50 ratio on/off says what they cost, one
 // way and in the ping-pong.
+//
+// --state on|off|both: the last-value table (docs/state.md) on the tickrail contender's channels,
+// which then publish a quote/trade/status mix over the table's instruments (TickMix); with both,
+// channels without the table run in the same rounds and the ratios on/off say what it costs.
+// --snapshot N times snapshots of a table of N instruments instead of the rounds (snapshot.cpp).
 #include <boost/lockfree/spsc_queue.hpp>
 
 #include "cli.hpp"
+#include "state_bench.hpp"
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -65,6 +71,7 @@ struct Options {
   std::string json_path;
   std::string stats = "on";  // on, off, both
   std::uint64_t slow_ns = 100;  // the slow receiver's work per tick
+  bench::StateOptions state;
 };
 
 // Two threads on two pinned cores: the caller runs `send`, a new thread runs `receive`.
@@ -231,7 +238,9 @@ double spsc_throughput_round(const Options& o, boost::lockfree::spsc_queue<Tick>
 }
 
 // ---- tickrail shm --------------------------------------------------------------------------
-double tickrail_latency_round(const Options& o, Publisher& pub, Subscriber& sub, Histogram& h) {
+// `mix`: the ticks to publish (the table's contenders), else the same blank tick every time.
+double tickrail_latency_round(const Options& o, Publisher& pub, Subscriber& sub, Histogram& h,
+                              bench::TickMix* mix = nullptr) {
   const Clock& clk = Clock::instance();
   const std::uint64_t gap = clk.ns_to_cycles(static_cast<double>(o.gap_ns));
   std::vector<std::uint64_t> lat;
@@ -240,8 +249,9 @@ double tickrail_latency_round(const Options& o, Publisher& pub, Subscriber& sub,
       o,
       [&] {
         std::uint64_t next = Clock::now() + gap;
-        Tick t{};
+        const Tick blank{};
         for (std::uint64_t i = 1; i <= o.samples; ++i) {
+          const Tick& t = mix != nullptr ? mix->next() : blank;
           spin_until(next);
           next += gap;
           while (pub.publish(t).status == PublishStatus::back_pressured) cpu_relax();
@@ -261,15 +271,17 @@ double tickrail_latency_round(const Options& o, Publisher& pub, Subscriber& sub,
   return median_of(lat);
 }
 
-double tickrail_throughput_round(const Options& o, Publisher& pub, Subscriber& sub) {
+double tickrail_throughput_round(const Options& o, Publisher& pub, Subscriber& sub,
+                                 bench::TickMix* mix = nullptr) {
   const Clock& clk = Clock::instance();
   std::uint64_t t0 = 0, t1 = 0, received = 0;
   on_two_cores(
       o,
       [&] {
-        Tick t{};
+        const Tick blank{};
         t0 = Clock::now();
         for (std::uint64_t i = 1; i <= o.throughput_ticks; ++i) {
+          const Tick& t = mix != nullptr ? mix->next() : blank;
           while (pub.publish(t).status == PublishStatus::back_pressured) cpu_relax();
         }
       },
@@ -432,10 +444,13 @@ struct Channel {
 // The channels every round uses: `main` as --stats says, `off` (--stats both) with counters
 // off, `unstamped` for throughput (spsc_queue carries an unstamped tick, so the headline
 // tickrail figure comes from a channel that does not stamp send times either: the stamp's
-// LFENCE;RDTSC costs more than moving the tick; the stamped rate is printed too).
+// LFENCE;RDTSC costs more than moving the tick; the stamped rate is printed too). --state on
+// or both puts the table on `main`, `off` and `unstamped`; both adds their twins without it.
 struct Channels {
   PublisherConfig config;
   std::optional<Channel> main, off, unstamped;
+  std::optional<Channel> state_off, unstamped_state_off;  // --state both: no table
+  std::optional<bench::TickMix> mix;                      // the ticks of the table's channels
   std::optional<Channel> ping, pong, ping_off, pong_off;  // unstamped, both ways
   std::optional<Channel> big;                             // the drain: a larger ring
 
@@ -446,6 +461,8 @@ struct Channels {
     config.stats = o.stats != "off";
     // Off both pinned cores when the host has another (else the library's default: off the sender's).
     config.housekeeping_cpus = cpus_besides({o.sender_cpu, o.receiver_cpu});
+    config.state = bench::rounds_table(o.state, o.state.state != "off");
+    if (config.state.enabled) mix.emplace(config.state.capacity);
     main.emplace(config, "subscriber");
     if (o.stats == "both") {
       PublisherConfig c = config;
@@ -457,11 +474,21 @@ struct Channels {
     c.channel += "-nostamp";
     c.stamp_send_time = false;
     unstamped.emplace(c, "unstamped channel's subscriber");
+    if (o.state.state == "both") {
+      const auto no_table = [](PublisherConfig p) {
+        p.channel += "-nostate";
+        p.state.enabled = false;
+        return p;
+      };
+      state_off.emplace(no_table(config), "table-off subscriber");
+      unstamped_state_off.emplace(no_table(c), "unstamped table-off subscriber");
+    }
     const auto pair = [&](const std::string& name, bool stats, std::optional<Channel>& slot) {
       PublisherConfig p = config;
       p.channel += "-" + name;
       p.stamp_send_time = false;
       p.stats = stats;
+      p.state = {};
       slot.emplace(p, name + " channel's subscriber");
     };
     pair("ping", config.stats, ping);
@@ -473,9 +500,11 @@ struct Channels {
     PublisherConfig b = c;
     b.channel = config.channel + "-drain";
     b.ring_capacity = kDrainRing;
+    b.state = {};
     big.emplace(b, "drain channel's subscriber");
   }
   static constexpr std::uint32_t kDrainRing = 65536;  // 4 MiB of slots, past L2
+  bench::TickMix* table_mix() { return mix ? &*mix : nullptr; }
 };
 
 struct Results {
@@ -485,11 +514,34 @@ struct Results {
   std::vector<double> r_pp_stats;  // --stats both: ping-pong p50, counters on / off
   Histogram off, on_paired;               // --stats both: adjacent on/off rounds
   std::vector<double> r_stats, tp_stats;  // per round: counters on / counters off
+  Histogram state_on, state_off;          // --state both: adjacent on/off rounds
+  std::vector<bench::OnOffRound> state;
 };
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// --state both: the table on and off back to back, latency then throughput (unstamped, as the
+// headline figure), the order alternating by round so that neither always goes first.
+bench::OnOffRound state_pair(const Options& o, int r, Channels& ch, Results& res) {
+  bench::OnOffRound p;
+  bench::TickMix* mix = ch.table_mix();
+  const auto lat_on = [&] { p.p50_on = tickrail_latency_round(o, ch.main->pub, ch.main->sub, res.state_on, mix); };
+  const auto lat_off = [&] {
+    p.p50_off = tickrail_latency_round(o, ch.state_off->pub, ch.state_off->sub, res.state_off, mix);
+  };
+  const auto tp_on = [&] { p.tp_on = tickrail_throughput_round(o, ch.unstamped->pub, ch.unstamped->sub, mix); };
+  const auto tp_off = [&] {
+    p.tp_off = tickrail_throughput_round(o, ch.unstamped_state_off->pub, ch.unstamped_state_off->sub, mix);
+  };
+  if (r % 2 == 0) {
+    lat_off(), lat_on(), tp_on(), tp_off();
+  } else {
+    lat_on(), lat_off(), tp_off(), tp_on();
+  }
+  return p;
 }
 
 // One round: latency of the floor and both contenders (their order alternating so neither
@@ -500,9 +552,9 @@ void run_round(const Options& o, int r, Channels& ch, boost::lockfree::spsc_queu
   double s = 0, t = 0;
   if (r % 2 == 0) {
     s = spsc_latency_round(o, q, res.spsc);
-    t = tickrail_latency_round(o, m.pub, m.sub, res.tickrail);
+    t = tickrail_latency_round(o, m.pub, m.sub, res.tickrail, ch.table_mix());
   } else {
-    t = tickrail_latency_round(o, m.pub, m.sub, res.tickrail);
+    t = tickrail_latency_round(o, m.pub, m.sub, res.tickrail, ch.table_mix());
     s = spsc_latency_round(o, q, res.spsc);
   }
   const double pp = tickrail_pingpong_round(o, ch.ping->pub, ch.ping->sub, ch.pong->pub,
@@ -536,26 +588,26 @@ void run_round(const Options& o, int r, Channels& ch, boost::lockfree::spsc_queu
     // Counters off right before or right after counters on, alternating.
     Channel& off = *ch.off;
     if (r % 2 == 0) {
-      t_off = tickrail_latency_round(o, off.pub, off.sub, res.off);
-      const double again = tickrail_latency_round(o, m.pub, m.sub, res.on_paired);
+      t_off = tickrail_latency_round(o, off.pub, off.sub, res.off, ch.table_mix());
+      const double again = tickrail_latency_round(o, m.pub, m.sub, res.on_paired, ch.table_mix());
       res.r_stats.push_back(again / t_off);
     } else {
-      const double again = tickrail_latency_round(o, m.pub, m.sub, res.on_paired);
-      t_off = tickrail_latency_round(o, off.pub, off.sub, res.off);
+      const double again = tickrail_latency_round(o, m.pub, m.sub, res.on_paired, ch.table_mix());
+      t_off = tickrail_latency_round(o, off.pub, off.sub, res.off, ch.table_mix());
       res.r_stats.push_back(again / t_off);
     }
   }
   const double a = spsc_throughput_round(o, q);
-  const double b = tickrail_throughput_round(o, ch.unstamped->pub, ch.unstamped->sub);
+  const double b = tickrail_throughput_round(o, ch.unstamped->pub, ch.unstamped->sub, ch.table_mix());
   const double slow = tickrail_slow_round(o, ch.unstamped->pub, ch.unstamped->sub);
   const double drain = tickrail_drain_round(o, ch.big->pub, ch.big->sub, Channels::kDrainRing);
   res.tp_slow.push_back(slow);
   res.drain.push_back(drain);
   const double ipt = tickrail_instructions_per_tick(m.pub, m.sub);
   if (ipt >= 0) res.ipt.push_back(ipt);
-  const double b_st = tickrail_throughput_round(o, m.pub, m.sub);
+  const double b_st = tickrail_throughput_round(o, m.pub, m.sub, ch.table_mix());
   if (ch.off) {
-    b_off = tickrail_throughput_round(o, ch.off->pub, ch.off->sub);
+    b_off = tickrail_throughput_round(o, ch.off->pub, ch.off->sub, ch.table_mix());
     res.tp_stats.push_back(b_st / b_off);
   }
   res.tp_spsc.push_back(a);
@@ -568,6 +620,10 @@ void run_round(const Options& o, int r, Channels& ch, boost::lockfree::spsc_queu
               "stamped %6.2f M/s | slow receiver %6.2f M/s | drain %6.1f M/s\n",
               r + 1, f, s, s / f, t, t / f, pp, pp / f, a / 1e6, b / 1e6, b / a, b_st / 1e6,
               slow / 1e6, drain / 1e6);
+  if (ch.state_off) {
+    res.state.push_back(state_pair(o, r, ch, res));
+    std::printf("%s", bench::on_off_round_text(res.state.back()).c_str());
+  }
   if (ch.off) {
     std::printf("            counters off: p50 %6.1f ns, on/off p50 %.3f | throughput %6.2f M/s, "
                 "on/off %.3f\n",
@@ -582,6 +638,10 @@ void print_summary(const Results& res, bool both, std::uint64_t slow_ns) {
                              {"tickrail shm", summarize(res.tickrail)},
                              {"ping-pong RTT/2", summarize(res.pingpong)}};
   if (both) rows.push_back({"tickrail, no stats", summarize(res.off)});
+  if (!res.state.empty()) {
+    rows.push_back({"tickrail, table on", summarize(res.state_on)});
+    rows.push_back({"tickrail, table off", summarize(res.state_off)});
+  }
   std::printf("\none-way latency over all rounds (ns; floor is half a ping-pong round trip):\n%s",
               format_table(rows).c_str());
   std::printf("\nper-round medians, ratio to the same round's floor p50 (median over rounds):\n"
@@ -608,6 +668,7 @@ void print_summary(const Results& res, bool both, std::uint64_t slow_ns) {
                 "p50 %.3f, ping-pong p50 %.3f, throughput %.3f\n",
                 median(res.r_stats), median(res.r_pp_stats), median(res.tp_stats));
   }
+  if (!res.state.empty()) std::printf("%s", bench::on_off_summary_text(res.state).c_str());
 }
 
 nlohmann::json results_json(const Options& o, const Results& res, bool both) {
@@ -637,34 +698,22 @@ nlohmann::json results_json(const Options& o, const Results& res, bool both) {
     j["stats_on_off_pingpong_p50_ratio_median"] = median(res.r_pp_stats);
     j["stats_on_off_throughput_ratio_median"] = median(res.tp_stats);
   }
+  j["state"] = o.state.state;
+  if (o.state.state != "off") {
+    const StateConfig t = bench::rounds_table(o.state, true);
+    j["state_table"] = {{"capacity", t.capacity}, {"classes", o.state.classes},
+                        {"mix_per_16_ticks", "10 Quote, 2 Trade, 2 Execute, 1 Status, 1 Add"}};
+  }
+  if (!res.state.empty()) {
+    j["state_on_off"] = bench::on_off_json(res.state);
+    j["latency_ns"]["tickrail_shm_table_on"] = to_json(summarize(res.state_on));
+    j["latency_ns"]["tickrail_shm_table_off"] = to_json(summarize(res.state_off));
+  }
   return j;
 }
 
-// Pins, prints the heading, runs the rounds and reports; the exit status.
-int bench(const Options& o) {
-  const Clock& clk = Clock::instance();
-  const PinResult pin = pin_current_thread(o.sender_cpu);
-  if (!pin.ok) {
-    std::cerr << "tickrail-bench: " << pin.message << "\n";
-    return 1;
-  }
-  std::printf("tickrail-bench: %s; sender on cpu %d, receiver on cpu %d; %s\n",
-              cpu_model().c_str(), o.sender_cpu, o.receiver_cpu, clk.describe().c_str());
-  if (!pin.message.empty()) std::printf("  note: %s\n", pin.message.c_str());
-  std::printf("  %d rounds x %llu latency samples (gap %llu ns) and %llu throughput ticks\n",
-              o.rounds, static_cast<unsigned long long>(o.samples),
-              static_cast<unsigned long long>(o.gap_ns),
-              static_cast<unsigned long long>(o.throughput_ticks));
-  Channels ch(o);
-  const bool both = ch.off.has_value();
-  std::printf("  live counters: %s\n", both ? "on and off, alternating in each round"
-                                             : (ch.config.stats ? "on" : "off"));
-  std::printf("  throughput: unstamped ticks in both (tickrail's stamped rate shown apart)\n");
-  boost::lockfree::spsc_queue<Tick> q(4096);
-  Results res;
-  for (int r = 0; r < o.rounds; ++r) run_round(o, r, ch, q, res);
-  print_summary(res, both, o.slow_ns);
-  const nlohmann::json j = results_json(o, res, both);
+// The JSON on stdout, or in --json's file; the exit status.
+int emit(const Options& o, const nlohmann::json& j) {
   if (o.json_path.empty()) {
     std::printf("\n%s\n", j.dump().c_str());
     return 0;
@@ -678,13 +727,60 @@ int bench(const Options& o) {
   return 0;
 }
 
+// --snapshot: the repetitions, their report and JSON.
+int snapshot_bench(const Options& o) {
+  std::printf("  %d snapshots, one subscriber after another\n", o.rounds);
+  const bench::SnapshotRun run = bench::measure_snapshots(o.state, o.rounds, o.receiver_cpu,
+                                                          cpus_besides({o.sender_cpu, o.receiver_cpu}));
+  std::printf("%s", bench::snapshot_text(run).c_str());
+  nlohmann::json j;
+  j["machine"] = {{"cpu", cpu_model()}, {"clock", Clock::instance().describe()},
+                  {"sender_cpu", o.sender_cpu}, {"receiver_cpu", o.receiver_cpu}};
+  j["snapshot"] = bench::snapshot_json(run);
+  return emit(o, j);
+}
+
+// Pins, prints the heading, runs the rounds (or the snapshots) and reports; the exit status.
+int run_bench(const Options& o) {
+  const Clock& clk = Clock::instance();
+  const PinResult pin = pin_current_thread(o.sender_cpu);
+  if (!pin.ok) {
+    std::cerr << "tickrail-bench: " << pin.message << "\n";
+    return 1;
+  }
+  std::printf("tickrail-bench: %s; sender on cpu %d, receiver on cpu %d; %s\n",
+              cpu_model().c_str(), o.sender_cpu, o.receiver_cpu, clk.describe().c_str());
+  if (!pin.message.empty()) std::printf("  note: %s\n", pin.message.c_str());
+  if (o.state.snapshot != 0) return snapshot_bench(o);
+  std::printf("  %d rounds x %llu latency samples (gap %llu ns) and %llu throughput ticks\n",
+              o.rounds, static_cast<unsigned long long>(o.samples),
+              static_cast<unsigned long long>(o.gap_ns),
+              static_cast<unsigned long long>(o.throughput_ticks));
+  Channels ch(o);
+  const bool both = ch.off.has_value();
+  std::printf("  live counters: %s\n", both ? "on and off, alternating in each round"
+                                             : (ch.config.stats ? "on" : "off"));
+  if (ch.mix) {
+    std::printf("  last-value table: %s, %u instruments, classes %s; its channels publish, per 16 "
+                "ticks, 10 Quote, 2 Trade, 2 Execute, 1 Status, 1 Add, instrument stepping by %u\n",
+                ch.state_off ? "on and off, alternating in each round" : "on", ch.config.state.capacity,
+                o.state.classes.c_str(), ch.mix->stride());
+  }
+  std::printf("  throughput: unstamped ticks in both (tickrail's stamped rate shown apart)\n");
+  boost::lockfree::spsc_queue<Tick> q(4096);
+  Results res;
+  for (int r = 0; r < o.rounds; ++r) run_round(o, r, ch, q, res);
+  print_summary(res, both, o.slow_ns);
+  return emit(o, results_json(o, res, both));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
   cli::Cli command("tickrail-bench", "tickrail-bench: shared-memory path vs the cache-line floor and spsc_queue");
   CLI::App& app = command.app();
-  app.add_option("--rounds", o.rounds, "alternating rounds")->check(CLI::Range(1, 10000));
+  app.add_option("--rounds", o.rounds, "alternating rounds; with --snapshot, the snapshots taken")->check(CLI::Range(1, 10000));
   app.add_option("--samples", o.samples, "latency samples per contender per round")
       ->check(CLI::Range(100, 100'000'000));
   app.add_option("--gap-ns", o.gap_ns, "latency: ns between sends")->check(CLI::Range(100, 1'000'000));
@@ -699,9 +795,14 @@ int main(int argc, char** argv) {
   app.add_option("--stats", o.stats, "live counters: on, off, or both (compared in the same rounds)")
       ->check(CLI::IsMember({"on", "off", "both"}))
       ->capture_default_str();
+  bench::add_state_options(app, o.state);
   if (const auto status = command.parse(argc, argv)) return *status;
+  if (const std::string why = bench::check_state_options(o.state); !why.empty()) {
+    std::cerr << "tickrail-bench: error: " << why << "\n";
+    return cli::kExitUsage;
+  }
   try {
-    return bench(o);
+    return run_bench(o);
   } catch (const std::exception& e) {
     std::cerr << "tickrail-bench: " << e.what() << "\n";
     return 1;
