@@ -165,7 +165,7 @@ struct alignas(kCacheLine) TableHeader {
   std::uint64_t pad[7];
 };
 static_assert(sizeof(TableHeader) == kCacheLine);
-[[nodiscard]] constexpr std::size_t table_region_bytes(detail::TableGeometry g) noexcept {
+[[nodiscard]] inline std::size_t table_region_bytes(detail::TableGeometry g) noexcept {
   return sizeof(TableHeader) + g.bytes();
 }
 

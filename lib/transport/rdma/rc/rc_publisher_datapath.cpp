@@ -1,5 +1,6 @@
 // The RC publish path: no allocation, exceptions, logging or system calls of our own; the
-// verbs calls (ibv_post_send, ibv_poll_cq) are user-space doorbell writes and queue reads.
+// verbs calls (ibv_post_send, ibv_poll_cq) are user-space doorbell writes and queue reads on a
+// hardware NIC (on rxe, ibv_post_send is a write() to the uverbs fd: docs/state.md).
 //
 // Torn reads under `drop`. A subscriber that polls memory reads a slot's commit word, copies
 // the other seven words, and re-reads the commit word (ring.hpp). A CPU writer zeroes the
