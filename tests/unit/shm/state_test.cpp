@@ -622,7 +622,7 @@ TEST_CASE("a snapshot through a source that answers later ends with the publishe
       writer.update(std::span<const Tick>(&t, 1), next, 0, pc);
       table_next.store(next + 1, std::memory_order_release);
       t.seq = next;
-      apply(truth, t);
+      apply(truth, std::as_const(t));  // (a non-const Tick would pick std::apply)
     }
   };
   publish(500);  // before the subscriber: in the table only
