@@ -355,6 +355,7 @@ TEST_CASE("a subscriber can read the table and cannot write it", "[state]") {
   REQUIRE(kept);
   CHECK(kept->price == 1234);
   CHECK(kept->seq == 3);
+  CHECK(kept->send_ts != ~std::uint64_t{0});  // the word the WRITE aimed at
 }
 
 // Bad input: a snapshot of a channel that keeps no table, and one asked of a subscriber that
