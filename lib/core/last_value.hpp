@@ -119,4 +119,17 @@ enum class EntryRead : std::uint8_t { empty, ok, busy };
   return EntryRead::busy;
 }
 
+// An entry read twice by a reader that cannot re-check its seqlock word around one copy (an RDMA
+// READ of a slot reads its words in no promised order): the copies are usable when they are
+// identical and not busy. The second copy is made after the first has landed (docs/state.md
+// says why two identical, unbusy copies are the publisher's write); busy: read it again.
+[[nodiscard]] inline EntryRead check_copies(const Slot& first, const Slot& second, Tick& out) noexcept {
+  if (std::memcmp(&first, &second, sizeof(Slot)) != 0) return EntryRead::busy;
+  const std::uint64_t seq = second.words[kSeqWord];
+  if ((seq & kEntryBusy) != 0) return EntryRead::busy;
+  if (seq == 0) return EntryRead::empty;
+  std::memcpy(&out, &second, sizeof out);
+  return EntryRead::ok;
+}
+
 }  // namespace tickrail::detail

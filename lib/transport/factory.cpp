@@ -19,10 +19,10 @@ std::unique_ptr<PublisherTransport> make_publisher_transport(const PublisherConf
                                                              const Placement& where) {
   config.validate();
   if (config.transport == TransportKind::shm) return std::make_unique<shm::ShmPublisher>(config, where);
-  if (config.state.enabled) {
-    throw Error(Errc::unsupported, std::string("the last-value table ([state] enabled) is kept on shm "
-                                               "channels only in this version, not on ") +
-                                       to_string(config.transport));
+  if (config.state.enabled && config.transport == TransportKind::ud) {
+    throw Error(Errc::unsupported, "the last-value table ([state] enabled) is kept on shm and rc "
+                                   "channels in this version, not yet on ud (channel '" +
+                                       config.channel + "')");
   }
 #if TICKRAIL_HAVE_RDMA
   rdma::require_device(config.rdma.device, to_string(config.transport));
@@ -38,11 +38,12 @@ std::unique_ptr<SubscriberTransport> make_subscriber_transport(const SubscriberC
   config.validate();
   (void)where;  // a shared-memory subscriber runs no thread
   if (config.transport == TransportKind::shm) return std::make_unique<shm::ShmSubscriber>(config);
-  if (config.start == StartMode::snapshot || config.policy == SlowConsumerPolicy::conflate) {
+  if ((config.start == StartMode::snapshot || config.policy == SlowConsumerPolicy::conflate) &&
+      config.transport == TransportKind::ud) {
     throw Error(Errc::unsupported,
                 std::string(config.start == StartMode::snapshot ? "start = snapshot" : "policy = conflate") +
-                    " is available on shm channels only in this version, not on " +
-                    to_string(config.transport));
+                    " is available on shm and rc channels in this version, not yet on ud (channel '" +
+                    config.channel + "')");
   }
 #if TICKRAIL_HAVE_RDMA
   rdma::require_device(config.rdma.device, to_string(config.transport));

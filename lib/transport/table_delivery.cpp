@@ -6,9 +6,21 @@
 
 namespace tickrail::detail {
 
-TableDelivery::TableDelivery(TableGeometry g, const std::atomic<std::uint64_t>* table_next,
-                             const std::atomic<std::uint64_t>* published, std::uint64_t stall_cycles)
-    : g_(g), copy_(g.entries()), table_next_(table_next), published_(published), stall_cycles_(stall_cycles) {}
+std::size_t MappedTableSource::copy(std::span<Tick> out, std::size_t cursor) noexcept {
+  const std::size_t stop = std::min(out.size(), cursor + kEntriesPerStep);
+  for (; cursor < stop; ++cursor) {
+    Tick& t = out[cursor];
+    switch (read_entry(table_[cursor], t)) {
+      case EntryRead::ok: break;
+      case EntryRead::empty: t.seq = 0; break;
+      case EntryRead::busy: return cursor;  // being written: the next poll looks again
+    }
+  }
+  return cursor;
+}
+
+TableDelivery::TableDelivery(TableGeometry g, TableSource& source, std::uint64_t stall_cycles)
+    : g_(g), copy_(g.entries()), source_(&source), stall_cycles_(stall_cycles) {}
 
 void TableDelivery::begin(Why why, RingReader& ring) noexcept {
   why_ = why;
@@ -18,23 +30,22 @@ void TableDelivery::begin(Why why, RingReader& ring) noexcept {
 }
 
 void TableDelivery::restart(RingReader& ring) noexcept {
-  // A lapped reader moves to where the table is: what it skips is lost (and what of it is in an
-  // entry comes back through the table).
-  if (why_ == Why::conflation || ring.lapped()) ring.skip_to(table_next());
+  // A lapped reader moves to where the table is (locate): what it skips is lost (and what of it
+  // is in an entry comes back through the table).
+  skip_ = why_ == Why::conflation || ring.lapped();
   ring_lost_ = ring.lost();
   cursor_ = 0;
   stalled_since_ = 0;
-  phase_ = Phase::copy;
+  source_->restart();
+  phase_ = Phase::locate;
+  (void)locate(ring);  // at once where the source can (a mapped table): the lap is skipped now
 }
 
-std::size_t TableDelivery::step(Slot* table, RingReader& ring, TickSink sink, std::size_t limit) noexcept {
+std::size_t TableDelivery::step(RingReader& ring, TickSink sink, std::size_t limit) noexcept {
   switch (phase_) {
-    case Phase::copy: {
-      const std::size_t from = cursor_;
-      if (copy(table, ring)) finish_copy();
-      (void)stalled(cursor_ != from || phase_ != Phase::copy);
-      return 0;
-    }
+    case Phase::locate:
+    case Phase::copy:
+    case Phase::bound: (void)stalled(fetch(ring)); return 0;
     case Phase::roll: (void)stalled(roll(ring)); return 0;
     case Phase::deliver: return deliver(sink, limit);
     case Phase::idle: return 0;
@@ -55,33 +66,54 @@ bool TableDelivery::stalled(bool progress) noexcept {
   return true;
 }
 
-bool TableDelivery::copy(Slot* table, RingReader& ring) noexcept {
-  // Not before the table holds every tick below our position (the publisher is mid-batch).
-  if (cursor_ == 0 && table_next() < ring.next_seq()) return false;
-  const std::size_t stop = std::min(copy_.size(), cursor_ + kEntriesPerStep);
-  for (; cursor_ < stop; ++cursor_) {
-    Tick& t = copy_[cursor_];
-    switch (read_entry(table[cursor_], t)) {
-      case EntryRead::ok: break;
-      case EntryRead::empty: t.seq = 0; break;
-      case EntryRead::busy: return false;  // being written: the next poll looks again
-    }
+// As far as the source lets us in one call: a mapped table is located, copied (a bounded
+// amount) and bounded in the same call; a remote one waits for its READs between the steps.
+bool TableDelivery::fetch(RingReader& ring) noexcept {
+  bool progress = false;
+  if (phase_ == Phase::locate) {
+    if (!locate(ring)) return false;
+    progress = true;
   }
-  return cursor_ == copy_.size();
+  if (phase_ == Phase::copy) {
+    const std::size_t from = cursor_;
+    cursor_ = source_->copy(copy_, cursor_);
+    progress = progress || cursor_ != from;
+    if (cursor_ < copy_.size()) return progress;
+    phase_ = Phase::bound;
+  }
+  // Looked at after the copy: no entry the publisher wrote can hold this sequence or a later one.
+  const std::uint64_t bound = source_->look();
+  if (bound == 0) return progress;
+  finish_copy(bound, ring.capacity());
+  return true;
 }
 
-// Entries the publisher could not have written (a sequence it had not published when we looked
-// after the copy, or a tick of another instrument or class than its place) are not used. An entry
-// of the batch in flight (at or above table_next) is kept: its tick is in the ring, and the roll
-// forward to E brings every other entry to the same point.
-void TableDelivery::finish_copy() noexcept {
-  const std::uint64_t bound = published_->load(std::memory_order_acquire);
+bool TableDelivery::locate(RingReader& ring) noexcept {
+  const std::uint64_t next = source_->look();
+  if (next == 0) return false;
+  if (skip_) {
+    ring.skip_to(next);
+    ring_lost_ = ring.lost();
+    skip_ = false;
+  }
+  // Not before the table holds every tick below our position (the publisher is mid-batch).
+  if (next < ring.next_seq()) return false;
+  phase_ = Phase::copy;
+  return true;
+}
+
+// Entries the publisher could not have written (a tick of another instrument or class than its
+// place, a sequence a ring's length beyond what the table held when we looked after the copy)
+// are not used. An entry of the batch in flight (at or above `bound`) is kept: its tick is in
+// the ring, and the roll forward to E brings every other entry to the same point. The slack
+// bounds what a lying publisher can make the roll consume.
+void TableDelivery::finish_copy(std::uint64_t bound, std::uint64_t slack) noexcept {
   end_ = 0;
   last_ = 0;
   for (std::size_t i = 0; i < copy_.size(); ++i) {
     Tick& t = copy_[i];
     if (t.seq == 0) continue;
-    if (t.seq >= bound || g_.entry_of(t) != i) {
+    if (t.seq >= bound + slack || g_.entry_of(t) != i) {
       t.seq = 0;
       continue;
     }

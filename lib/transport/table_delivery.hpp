@@ -19,11 +19,15 @@
 // The copy waits until the publisher's table holds every tick below the reader's position (its
 // table_next word), so that no entry it copies can lag the ring it rolls forward with.
 //
-// Steps run inside Subscriber::poll: loads and stores only, no allocation, no system call.
+// Where the copy comes from is a TableSource: the table mapped here (shm: loads), or read with
+// RDMA READ into a local buffer (rc). The algorithm is the same; only the fetching differs.
+//
+// Steps run inside Subscriber::poll: no allocation, no system call of ours.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/last_value.hpp"
@@ -31,22 +35,51 @@
 
 namespace tickrail::detail {
 
+// The publisher's table as a delivery fetches it. Each call is one bounded step; a source that
+// must wait for its memory (an RDMA READ in flight) says so and is called again on a later poll.
+class TableSource {
+ public:
+  virtual ~TableSource() = default;
+  // Forgets a copy or look in progress: the next copy starts at entry 0.
+  virtual void restart() noexcept = 0;
+  // The publisher's table_next word (every tick below it is in the table) as of now; 0 while
+  // the look is under way. Once it has returned a value, the next call looks afresh.
+  virtual std::uint64_t look() noexcept = 0;
+  // Copies entries from `cursor` on into out[cursor..] (seq 0: never written), each one an
+  // untorn copy of what the publisher wrote; returns the new cursor (out.size(): all copied).
+  virtual std::size_t copy(std::span<Tick> out, std::size_t cursor) noexcept = 0;
+};
+
+// A table in this process's memory (shm: the publisher's mapped read-only), read with loads.
+class MappedTableSource final : public TableSource {
+ public:
+  MappedTableSource(Slot* table, const std::atomic<std::uint64_t>* table_next) noexcept
+      : table_(table), table_next_(table_next) {}
+  void restart() noexcept override {}
+  std::uint64_t look() noexcept override { return table_next_->load(std::memory_order_acquire); }
+  std::size_t copy(std::span<Tick> out, std::size_t cursor) noexcept override;
+
+  static constexpr std::size_t kEntriesPerStep = 4096;
+
+ private:
+  Slot* table_;
+  const std::atomic<std::uint64_t>* table_next_;
+};
+
 class TableDelivery {
  public:
   enum class Why : std::uint8_t { snapshot, conflation };
 
-  // Allocates the private copy. `table_next`: the publisher's word saying every tick below it is
-  // in the table (it stores it after each table update); `published`: its next sequence (stored
-  // before the table update: no entry it wrote can hold a sequence at or above it); `stall_cycles`: how long a delivery may
-  // make no progress (an entry left busy, a ring that stops short of E: a publisher dead or
-  // lying) before it is abandoned.
-  TableDelivery(TableGeometry g, const std::atomic<std::uint64_t>* table_next,
-                const std::atomic<std::uint64_t>* published, std::uint64_t stall_cycles);
+  // Allocates the private copy. `source`: where the table is read from (outlives us);
+  // `stall_cycles`: how long a delivery may make no progress (an entry left busy, a ring that
+  // stops short of E, a READ that never completes: a publisher dead or lying) before it is
+  // abandoned.
+  TableDelivery(TableGeometry g, TableSource& source, std::uint64_t stall_cycles);
 
   // Starts a delivery; `ring` has started.
   void begin(Why why, RingReader& ring) noexcept;
-  // One step over the publisher's `table` and our `ring`: returns the ticks delivered.
-  std::size_t step(Slot* table, RingReader& ring, TickSink sink, std::size_t limit) noexcept;
+  // One step over the table and our `ring`: returns the ticks delivered.
+  std::size_t step(RingReader& ring, TickSink sink, std::size_t limit) noexcept;
 
   [[nodiscard]] bool busy() const noexcept { return phase_ != Phase::idle; }
   [[nodiscard]] Why why() const noexcept { return why_; }
@@ -54,15 +87,13 @@ class TableDelivery {
   [[nodiscard]] std::uint64_t conflations() const noexcept { return conflations_; }
   [[nodiscard]] std::uint64_t abandoned() const noexcept { return abandoned_; }
 
-  static constexpr std::size_t kEntriesPerStep = 4096;
-
  private:
-  enum class Phase : std::uint8_t { idle, copy, roll, deliver };
-  [[nodiscard]] std::uint64_t table_next() const noexcept {
-    return table_next_->load(std::memory_order_acquire);
-  }
-  bool copy(Slot* table, RingReader& ring) noexcept;  // true: every entry copied
-  void finish_copy() noexcept;
+  // locate: learn where the table is (and, lapped, skip there); copy: fetch every entry;
+  // bound: look at table_next again, after the copy; roll: bring the copy forward to E.
+  enum class Phase : std::uint8_t { idle, locate, copy, bound, roll, deliver };
+  bool fetch(RingReader& ring) noexcept;  // locate, copy, bound as far as the source allows
+  bool locate(RingReader& ring) noexcept;
+  void finish_copy(std::uint64_t bound, std::uint64_t slack) noexcept;
   void restart(RingReader& ring) noexcept;
   bool roll(RingReader& ring) noexcept;  // true: progress
   std::size_t deliver(TickSink sink, std::size_t limit) noexcept;
@@ -72,11 +103,11 @@ class TableDelivery {
 
   TableGeometry g_;
   std::vector<Tick> copy_;  // seq 0: nothing to deliver
-  const std::atomic<std::uint64_t>* table_next_;
-  const std::atomic<std::uint64_t>* published_;
+  TableSource* source_;
   std::uint64_t stall_cycles_;
   Why why_ = Why::snapshot;
   Phase phase_ = Phase::idle;
+  bool skip_ = false;        // locate moves the ring to where the table is
   std::uint64_t since_ = 0;  // conflation: entries older than this were delivered live
   std::size_t cursor_ = 0;
   std::size_t last_ = 0;     // the last entry to deliver, + 1

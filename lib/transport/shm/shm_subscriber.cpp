@@ -113,8 +113,9 @@ void ShmSubscriber::handshake(const std::string& what) {
     // A delivery that makes no progress for publisher_timeout has a publisher dead or lying.
     const auto stall = static_cast<std::uint64_t>(
         Clock::instance().ns_to_cycles(static_cast<double>(publisher_timeout_ns_)));
-    table_delivery_ = std::make_unique<detail::TableDelivery>(table, &status_line_->table_next,
-                                                             &status_line_->next_seq, stall);
+    table_source_ = std::make_unique<detail::MappedTableSource>(static_cast<Slot*>(table_.get()),
+                                                                &status_line_->table_next);
+    table_delivery_ = std::make_unique<detail::TableDelivery>(table, *table_source_, stall);
   }
   // After a stop, 100 ms for the publisher's conductor to beat again (every conductor_period,
   // 5 ms by default; the publisher does not tell its own).
@@ -139,7 +140,7 @@ bool ShmSubscriber::try_start() noexcept {
 }
 
 std::size_t ShmSubscriber::poll_with_table(detail::TickSink sink, std::size_t limit) noexcept {
-  if (table_delivery_->busy()) return table_delivery_->step(static_cast<Slot*>(table_.get()), reader_, sink, limit);
+  if (table_delivery_->busy()) return table_delivery_->step(reader_, sink, limit);
   const std::size_t n = reader_.poll(sink, limit);
   if (reader_.lapped()) [[unlikely]] table_delivery_->begin(detail::TableDelivery::Why::conflation, reader_);
   return n;

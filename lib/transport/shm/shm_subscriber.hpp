@@ -67,6 +67,7 @@ class ShmSubscriber final : public detail::SubscriberTransport {
   Mapping table_;    // read-only; the last-value table, when the channel keeps one
   detail::TableGeometry table_geometry_;
   // start = snapshot or policy = conflate: the table delivered at the start and after laps.
+  std::unique_ptr<detail::MappedTableSource> table_source_;
   std::unique_ptr<detail::TableDelivery> table_delivery_;
   std::size_t poll_with_table(detail::TickSink sink, std::size_t limit) noexcept;
   const Status* status_line_ = nullptr;

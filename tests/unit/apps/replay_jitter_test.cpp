@@ -443,7 +443,7 @@ TEST_CASE("aProcessWithOneCpuRunsAndWarnsThatItsThreadsShareIt", "[e2e][threads]
 // what it skipped, the late one having started from a snapshot.
 TEST_CASE("replayStateToJittersLateJoinAndConflateEndWithTheSameView", "[e2e][state]") {
   const char* t = std::getenv("TICKRAIL_E2E_TRANSPORT");
-  INFO("the last-value table is kept on shared memory only in this version (the rig runs ~[state])");
+  INFO("shared memory only: its load is too much for the rig, which runs ~[state] (RC's table: tests/rdma/rc_state_test.cpp)");
   REQUIRE((t == nullptr || *t == '\0' || std::string(t) == "shm"));
   const std::string replay = program("TICKRAIL_REPLAY", "apps/replay/tickrail-replay");
   const std::string jitter = program("TICKRAIL_JITTER", "apps/jitter/tickrail-jitter");

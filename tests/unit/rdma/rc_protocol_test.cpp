@@ -23,7 +23,7 @@ SubscriberConfig sub_config() {
 }
 
 ServeTerms terms(const std::string& token = "s3cret") {
-  return ServeTerms{"prices", channel_hash("prices"), token_hash(token), 1024};
+  return ServeTerms{"prices", channel_hash("prices"), token_hash(token), 1024, {}};
 }
 
 ConnectRequest good_request() {
@@ -157,4 +157,65 @@ TEST_CASE("creditIsReturnedAtLeastOncePerRing") {
   REQUIRE(credit_interval(100, 1024) == 100);
   REQUIRE(credit_interval(1024, 1024) == 1024);
   REQUIRE(credit_interval(1'000'000, 1024) == 1024);
+}
+
+// The last-value table (protocol version 2): asked for in the request, refused by a publisher
+// that keeps none, granted in the accept and checked by the subscriber before any READ.
+TEST_CASE("aTableIsAskedForRefusedWithoutOneAndItsGrantChecked") {
+  SubscriberConfig c = sub_config();
+  CHECK(make_request(c, WriteMode::memory, 512, 0x7f0000001000ULL, 1).flags == 0);
+  c.start = StartMode::snapshot;
+  ConnectRequest r = make_request(c, WriteMode::memory, 512, 0x7f0000001000ULL, 1);
+  CHECK(r.flags == kWantsTable);
+  CHECK(verdict(r) == RejectReason::no_table);
+  CHECK(reject_errc(RejectReason::no_table) == Errc::unsupported);
+  CHECK_THAT(std::string(judge(r, terms())->text),
+             Catch::Contains("start = snapshot") && Catch::Contains("'prices'") && Catch::Contains("[state]"));
+  ServeTerms with_table = terms();
+  with_table.table = {1000, 7};
+  CHECK_FALSE(judge(r, with_table).has_value());
+
+  c.start = StartMode::live;
+  c.policy = SlowConsumerPolicy::conflate;
+  r = make_request(c, WriteMode::memory, 512, 0x7f0000001000ULL, 1);
+  CHECK(r.flags == kWantsTable);
+  CHECK(r.policy == static_cast<std::uint8_t>(SlowConsumerPolicy::conflate));
+  CHECK_THAT(std::string(judge(r, terms())->text), Catch::Contains("policy = conflate"));
+  CHECK_FALSE(judge(r, with_table).has_value());
+  r.flags = 0;  // conflate needs the table even from a request that does not say so
+  CHECK(verdict(r) == RejectReason::no_table);
+  r.flags = 0x82;
+  CHECK(verdict(r, with_table) == RejectReason::malformed);
+
+  AcceptReply a{};
+  a.table_addr = 0x7f0000200000ULL;
+  a.table_capacity = 1000;
+  a.table_classes = 7;
+  std::string why;
+  const auto g = granted_table(a, why);
+  REQUIRE(g);
+  CHECK(g->entries() == 3000);
+  CHECK(table_region_bytes(*g) == 64 + 3000 * 64);
+  auto refused = [&](const AcceptReply& bad, const char* text) {
+    std::string w;
+    CHECK_FALSE(granted_table(bad, w).has_value());
+    CHECK_THAT(w, Catch::Contains(text));
+  };
+  AcceptReply bad = a;
+  bad.table_capacity = 0;
+  refused(bad, "0 instruments");
+  bad.table_capacity = kMaxStateCapacity + 1;
+  refused(bad, "instruments");
+  bad = a;
+  bad.table_classes = 8;
+  refused(bad, "classes 8");
+  bad.table_classes = 0;
+  refused(bad, "classes 0");
+  bad = a;
+  bad.table_addr = 0;
+  refused(bad, "not a usable");
+  bad.table_addr = 0x7f0000200008ULL;
+  refused(bad, "not a usable");
+  bad.table_addr = (~std::uint64_t{0} - 64 * 100) & ~std::uint64_t{63};  // the range would wrap
+  refused(bad, "not a usable");
 }

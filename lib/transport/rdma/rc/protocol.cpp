@@ -54,7 +54,8 @@ constexpr tickrail::detail::EnumName<RejectReason> kRejectNames[] = {
     {RejectReason::bad_geometry, "ring geometry refused"},
     {RejectReason::no_capacity, "no room for another subscriber"},
     {RejectReason::resources, "publisher out of resources"},
-    {RejectReason::closing, "publisher closing"}, {RejectReason::not_serving, "publisher not serving"}};
+    {RejectReason::closing, "publisher closing"}, {RejectReason::not_serving, "publisher not serving"},
+    {RejectReason::no_table, "no last-value table"}};
 }  // namespace
 
 const char* to_string(WriteMode m) noexcept { return tickrail::detail::name_of(kWriteModeNames, m); }
@@ -68,6 +69,7 @@ Errc reject_errc(RejectReason r) noexcept {
     case RejectReason::bad_geometry: return Errc::geometry_mismatch;
     case RejectReason::no_capacity: return Errc::no_capacity;
     case RejectReason::resources: return Errc::rejected;
+    case RejectReason::no_table: return Errc::unsupported;
     default: return Errc::rejected;
   }
 }
@@ -91,6 +93,8 @@ ConnectRequest make_request(const SubscriberConfig& config, WriteMode mode,
   r.policy = static_cast<std::uint8_t>(config.policy);
   r.mode = static_cast<std::uint8_t>(mode);
   r.capacity_log2 = static_cast<std::uint8_t>(std::countr_zero(capacity));
+  const bool table = config.start == StartMode::snapshot || config.policy == SlowConsumerPolicy::conflate;
+  r.flags = table ? kWantsTable : 0;
   r.rkey = rkey;
   r.region_addr = region_addr;
   r.channel_hash = channel_hash(config.channel);
@@ -160,7 +164,7 @@ std::optional<RejectNote> judge(const ConnectRequest& req, const ServeTerms& ter
     return make_reject(RejectReason::bad_geometry, terms.max_capacity,
                        "ring region address is not a usable cache-line-aligned range");
   }
-  if (req.policy > static_cast<std::uint8_t>(SlowConsumerPolicy::disconnect)) {
+  if (req.policy > static_cast<std::uint8_t>(SlowConsumerPolicy::conflate)) {
     return make_reject(RejectReason::malformed, 0,
                        "unknown slow-consumer policy " + std::to_string(req.policy));
   }
@@ -168,7 +172,34 @@ std::optional<RejectNote> judge(const ConnectRequest& req, const ServeTerms& ter
       req.mode > static_cast<std::uint8_t>(WriteMode::cq)) {
     return make_reject(RejectReason::malformed, 0, "unknown write mode " + std::to_string(req.mode));
   }
+  if ((req.flags & ~kWantsTable) != 0) {
+    return make_reject(RejectReason::malformed, 0, "unknown request flags " + std::to_string(req.flags));
+  }
+  const bool conflate = req.policy == static_cast<std::uint8_t>(SlowConsumerPolicy::conflate);
+  if ((conflate || (req.flags & kWantsTable) != 0) && terms.table.capacity == 0) {
+    return make_reject(RejectReason::no_table, 0,
+                       std::string(conflate ? "policy = conflate" : "start = snapshot") +
+                           " needs the channel's last-value table, and channel '" +
+                           terms.channel.substr(0, 32) + "' keeps none ([state] enabled = false)");
+  }
   return std::nullopt;
+}
+
+std::optional<detail::TableGeometry> granted_table(const AcceptReply& r, std::string& why) {
+  const detail::TableGeometry g{r.table_capacity, r.table_classes};
+  if (!g.valid()) {
+    why = "a table of " + std::to_string(g.capacity) + " instruments and classes " +
+          std::to_string(g.classes) + " (accepted: 1 to " + std::to_string(kMaxStateCapacity) +
+          " instruments, classes 1 to 7)";
+    return std::nullopt;
+  }
+  const std::uint64_t bytes = table_region_bytes(g);
+  if (r.table_addr == 0 || r.table_addr % kCacheLine != 0 || r.table_addr > ~std::uint64_t{0} - bytes) {
+    why = "a table at address " + std::to_string(r.table_addr) + " that is not a usable " +
+          "cache-line-aligned range of " + std::to_string(bytes) + " bytes";
+    return std::nullopt;
+  }
+  return g;
 }
 
 }  // namespace tickrail::rdma::rc

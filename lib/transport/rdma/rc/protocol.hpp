@@ -33,6 +33,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "core/last_value.hpp"
 #include "tickrail/config.hpp"
 #include "tickrail/error.hpp"
 #include "tickrail/ring.hpp"
@@ -42,7 +43,8 @@ namespace tickrail::rdma::rc {
 static_assert(std::endian::native == std::endian::little, "the RC wire format is little-endian");
 
 inline constexpr std::uint32_t kMagic = 0x43524b54;  // "TKRC" in memory
-inline constexpr std::uint16_t kVersion = 1;
+// 2: the last-value table (a wants-table flag in the request, its grant in the accept).
+inline constexpr std::uint16_t kVersion = 2;
 
 inline constexpr std::size_t kReqPrivateDataMax = 56;
 inline constexpr std::size_t kRepPrivateDataMax = 196;
@@ -122,7 +124,8 @@ struct ConnectRequest {
   std::uint8_t policy;        // SlowConsumerPolicy
   std::uint8_t mode;          // WriteMode
   std::uint8_t capacity_log2;
-  std::uint8_t reserved[3];
+  std::uint8_t flags;         // kWantsTable
+  std::uint8_t reserved[2];
   std::uint32_t rkey;         // of the ring region
   std::uint64_t region_addr;  // ControlBlock; slots follow at +kControlBytes
   std::uint64_t channel_hash;
@@ -142,8 +145,34 @@ struct AcceptReply {
   std::uint64_t credit_addr;     // LinkBlock::credit
   std::uint32_t credit_rkey;
   std::uint32_t heartbeat_ms;    // the publisher's heartbeat_interval
+  // The last-value table, to a subscriber that asked for it (kWantsTable), else zeros: a
+  // TableHeader then the entries, registered for remote read only.
+  std::uint64_t table_addr;
+  std::uint32_t table_rkey;
+  std::uint32_t table_capacity;  // instruments
+  std::uint32_t table_classes;   // bit c: StateClass c kept
+  std::uint32_t reserved2;
 };
 static_assert(sizeof(AcceptReply) <= kRepPrivateDataMax);
+
+// What a subscriber with start = snapshot or policy = conflate needs: the publisher's table.
+inline constexpr std::uint8_t kWantsTable = 1;
+
+// The publisher's table region, read by subscribers with RDMA READ (nothing else of its memory
+// is readable): the table_next word (every tick below it is in the table), then the entries.
+struct alignas(kCacheLine) TableHeader {
+  std::uint64_t table_next;
+  std::uint64_t pad[7];
+};
+static_assert(sizeof(TableHeader) == kCacheLine);
+[[nodiscard]] inline std::size_t table_region_bytes(detail::TableGeometry g) noexcept {
+  return sizeof(TableHeader) + g.bytes();
+}
+
+// The table an accept grants, when it is usable: its geometry valid, its range a cache-line-
+// aligned address range that does not wrap. Otherwise nullopt, and `why` says what is wrong.
+[[nodiscard]] std::optional<detail::TableGeometry> granted_table(const AcceptReply& r,
+                                                                 std::string& why);
 
 enum class RejectReason : std::uint16_t {
   malformed = 1,         // not a tickrail RC request
@@ -156,6 +185,7 @@ enum class RejectReason : std::uint16_t {
   resources = 8,         // the publisher could not set the connection up (text says why)
   closing = 9,
   not_serving = 10,      // the publishing thread did not take the subscriber in time
+  no_table = 11,         // snapshot or conflate asked of a channel that keeps no table
 };
 [[nodiscard]] const char* to_string(RejectReason r) noexcept;
 
@@ -191,6 +221,7 @@ struct ServeTerms {
   std::uint64_t channel_hash;
   std::uint64_t token_hash;         // 0: any token is accepted
   std::uint64_t max_capacity;       // the publisher's ring_capacity
+  detail::TableGeometry table;      // capacity 0: the channel keeps no last-value table
 };
 
 // The publisher's verdict on a request that decoded: nullopt to accept, else the reject.

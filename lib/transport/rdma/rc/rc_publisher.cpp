@@ -65,6 +65,7 @@ void Link::teardown() noexcept {
   // rc_pingpong's order: QP, CQ, MRs, PD; then the id.
   qp.reset();
   cq.reset();
+  table_mr.reset();
   staging_mr.reset();
   source_mr.reset();
   credit_mr.reset();
@@ -113,7 +114,7 @@ RcPublisher::RcPublisher(const PublisherConfig& config, const detail::Placement&
     }
   }
   terms_ = ServeTerms{config_.channel, channel_hash(config_.channel), token_hash(r.token),
-                      capacity_};
+                      capacity_, {}};
   (void)Clock::instance();  // calibrate before the first publish, not during it
   heartbeat_cycles_ = std::max<std::uint64_t>(
       1, Clock::instance().ns_to_cycles(static_cast<double>(
@@ -126,6 +127,8 @@ RcPublisher::RcPublisher(const PublisherConfig& config, const detail::Placement&
                                          "-byte staging ring: " + std::strerror(errno) + "; " +
                                          rdma::locked_memory_advice(staging_.size()));
   }
+
+  if (config_.state.enabled) make_table(what);
 
   try {
     listener_.emplace(channel_, RDMA_PS_TCP);
@@ -156,6 +159,30 @@ RcPublisher::RcPublisher(const PublisherConfig& config, const detail::Placement&
 }
 
 RcPublisher::~RcPublisher() { close(); }
+
+// The last-value table's region, zeroed, pre-faulted (no page fault on the publish path) and
+// locked like the staging ring. It is registered per connection that asks for it (setup_link).
+void RcPublisher::make_table(const std::string& what) {
+  const detail::TableGeometry g = detail::TableGeometry::of(config_.state);
+  if (!g.valid()) {
+    throw Error(Errc::config_error, what + ": [state] keeps a table of " + std::to_string(g.capacity) +
+                                        " instruments and no class, or too many instruments");
+  }
+  const std::size_t bytes = table_region_bytes(g);
+  table_region_ = MappedRegion(bytes);
+  table_region_.prefault();
+  if (config_.lock_memory && ::mlock(table_region_.data(), table_region_.size()) != 0) {
+    throw Error(Errc::locked_memory, what + ": lock the " + std::to_string(bytes) +
+                                         "-byte last-value table (" + std::to_string(g.capacity) +
+                                         " instruments): " + std::strerror(errno) + "; " +
+                                         rdma::locked_memory_advice(bytes));
+  }
+  auto* header = static_cast<TableHeader*>(table_region_.data());
+  table_next_ = &header->table_next;
+  std::atomic_ref<std::uint64_t>(*table_next_).store(1, std::memory_order_relaxed);
+  table_ = detail::LastValueWriter(reinterpret_cast<Slot*>(header + 1), g);
+  terms_.table = g;
+}
 
 // --- CM thread ---
 
@@ -377,6 +404,11 @@ void RcPublisher::setup_link(Link& link, rdma::CmId id, const ConnectRequest& re
                          IBV_ACCESS_LOCAL_WRITE);
   link.staging_mr.emplace(*link.pd, staging_.data(), 2 * staging_slots_ * sizeof(Slot),
                           IBV_ACCESS_LOCAL_WRITE);
+  if ((req.flags & kWantsTable) != 0 && table_.on()) {
+    // Remote read, and nothing else: not even local write (our CPU writes it, not the NIC).
+    link.table_mr.emplace(*link.pd, table_region_.data(), table_region_bytes(table_.geometry()),
+                          IBV_ACCESS_REMOTE_READ);
+  }
   link.cq.emplace(ctx, static_cast<int>(sq_depth_));
   link.signalled_seq.assign(std::bit_ceil(std::uint64_t{sq_depth_}), 0);
 
@@ -405,6 +437,12 @@ void RcPublisher::accept(Link& link) {
   reply.credit_addr = reinterpret_cast<std::uintptr_t>(link.block.credit);
   reply.credit_rkey = link.credit_mr->rkey();
   reply.heartbeat_ms = static_cast<std::uint32_t>(config_.rdma.heartbeat_interval.count());
+  if (link.table_mr) {
+    reply.table_addr = reinterpret_cast<std::uintptr_t>(table_region_.data());
+    reply.table_rkey = link.table_mr->rkey();
+    reply.table_capacity = table_.geometry().capacity;
+    reply.table_classes = table_.geometry().classes;
+  }
   // The subscriber's first credit is its first sequence: the data path reads this word.
   std::atomic_ref<std::uint64_t>(link.block.credit[0]).store(reply.first_seq,
                                                               std::memory_order_relaxed);

@@ -25,6 +25,12 @@
 // subscriber gets one RDMA WRITE per run of contiguous slots (inline when it fits the QP's
 // max_inline_data), so a slot's bytes come from memory that stays put until the WRITE that
 // reads them has completed.
+//
+// With [state] enabled, the publisher also keeps the last-value table (core/last_value.hpp) in
+// a region of its own, updated on the publish path after the ring WRITEs are posted, and
+// registered for remote read only in the protection domain of each connection that asks for
+// it (start = snapshot, policy = conflate): such a subscriber can read the table and write its
+// credit line, nothing else (docs/state.md).
 #pragma once
 
 #include <array>
@@ -101,6 +107,7 @@ struct Link {
   std::optional<rdma::MemoryRegion> credit_mr;   // block.credit: remote write
   std::optional<rdma::MemoryRegion> source_mr;   // block sources: local
   std::optional<rdma::MemoryRegion> staging_mr;  // the staging ring: local
+  std::optional<rdma::MemoryRegion> table_mr;    // the last-value table: remote read only
   std::optional<rdma::CompletionQueue> cq;
   std::optional<rdma::CmQueuePair> qp;
 
@@ -124,6 +131,9 @@ class RcPublisher final : public detail::PublisherTransport {
   std::vector<SubscriberStatus> subscribers() const override;
   const PublisherConfig& config() const noexcept override { return config_; }
   detail::WakeCounter* wakeups() noexcept override { return &wakeups_; }
+  const detail::LastValueWriter* table() const noexcept override {
+    return table_.on() ? &table_ : nullptr;
+  }
   // Tells every subscriber (notice line), then disconnects and frees everything. Safe from any
   // thread: it waits for a publish() in progress to return.
   void close() noexcept override;
@@ -186,7 +196,8 @@ class RcPublisher final : public detail::PublisherTransport {
   void sweep() noexcept;
   std::uint64_t room(std::uint64_t want, std::uint64_t& blocked, std::uint64_t now) noexcept;
   std::uint64_t staging_hold(std::uint64_t& holders) const noexcept;
-  void stage(std::span<const Tick> ticks, std::uint64_t first) noexcept;
+  void stage(std::span<const Tick> ticks, std::uint64_t first, std::uint64_t stamp) noexcept;
+  void keep(std::span<const Tick> ticks, std::uint64_t first, std::uint64_t stamp) noexcept;
   void send(Active& a, std::uint64_t end) noexcept;
   bool send_piece(Active& a, std::uint64_t from, std::uint64_t to) noexcept;
   void add_write(const Active& a, std::uint64_t remote, const void* local, std::uint32_t len,
@@ -201,6 +212,7 @@ class RcPublisher final : public detail::PublisherTransport {
   void recompute_limits() noexcept;
 
   // --- control plane (rc_publisher.cpp) ---
+  void make_table(const std::string& what);
   void cm_loop(std::stop_token st) noexcept;
   [[nodiscard]] std::chrono::milliseconds wait_period() const noexcept;
   // The CM thread's longest wait while nothing is due but rdma_cm events.
@@ -231,6 +243,10 @@ class RcPublisher final : public detail::PublisherTransport {
   // 2 x staging_slots_ Slots: the staging ring, then its twin with commit words of 0 (written
   // only while a split-commit subscriber is served).
   MappedRegion staging_;
+  // The last-value table: a TableHeader (table_next) then the entries; empty when not kept.
+  MappedRegion table_region_;
+  detail::LastValueWriter table_;
+  std::uint64_t* table_next_ = nullptr;
   // Declared before everything made on it (ids, links), so destroyed after them.
   rdma::EventChannel channel_;
   std::array<Link, kMaxSubscribers> links_{};

@@ -1,5 +1,6 @@
 // The RC publish path: no allocation, exceptions, logging or system calls of our own; the
-// verbs calls (ibv_post_send, ibv_poll_cq) are user-space doorbell writes and queue reads.
+// verbs calls (ibv_post_send, ibv_poll_cq) are user-space doorbell writes and queue reads on a
+// hardware NIC (on rxe, ibv_post_send is a write() to the uverbs fd: docs/state.md).
 //
 // Torn reads under `drop`. A subscriber that polls memory reads a slot's commit word, copies
 // the other seven words, and re-reads the commit word (ring.hpp). A CPU writer zeroes the
@@ -53,7 +54,9 @@ PublishResult RcPublisher::publish(std::span<const Tick> ticks) noexcept {
     maintain(now);
     return {n_active_ + n_pending_ == 0 ? PublishStatus::no_subscribers : PublishStatus::ok, 0, 0};
   }
+  const std::uint64_t stamp = config_.stamp_send_time ? now : 0;
   if (n_active_ + n_pending_ == 0) {
+    keep(ticks, next_seq_, stamp);  // a late joiner's snapshot includes what nobody heard
     next_seq_ += want;
     published_seq_.store(next_seq_, std::memory_order_relaxed);
     counters_.published += want;
@@ -66,12 +69,14 @@ PublishResult RcPublisher::publish(std::span<const Tick> ticks) noexcept {
   while (done < want) {
     const std::uint64_t n = room(want - done, blocked, now);
     if (n == 0) break;
-    stage(ticks.subspan(done, n), next_seq_);
+    stage(ticks.subspan(done, n), next_seq_, stamp);
     const std::uint64_t end = next_seq_ + n;
     for (std::uint32_t i = 0; i < n_active_; ++i) {
       Active& a = active_[i];
       if (!a.dead && !a.evicting) send(a, end);
     }
+    // After the ring WRITEs are posted: what TableDelivery relies on (table_delivery.hpp).
+    keep(ticks.subspan(done, n), next_seq_, stamp);
     next_seq_ = end;
     done += n;
   }
@@ -203,12 +208,19 @@ std::uint64_t RcPublisher::room(std::uint64_t want, std::uint64_t& blocked,
   return allowed;
 }
 
-void RcPublisher::stage(std::span<const Tick> ticks, std::uint64_t first) noexcept {
+// The last-value table: the entries, then table_next (release: a subscriber that READs it
+// before the entries finds every tick below it there). Stores only.
+void RcPublisher::keep(std::span<const Tick> ticks, std::uint64_t first, std::uint64_t stamp) noexcept {
+  if (!table_.on()) return;
+  table_.update(ticks, first, stamp, counters_);
+  std::atomic_ref<std::uint64_t>(*table_next_).store(first + ticks.size(), std::memory_order_release);
+}
+
+void RcPublisher::stage(std::span<const Tick> ticks, std::uint64_t first, std::uint64_t stamp) noexcept {
   // Plain stores: the NIC reads these slots only after the ibv_post_send that follows, whose
   // doorbell is ordered after them by the provider's barrier.
   auto* slots = static_cast<Slot*>(staging_.data());
   const std::uint64_t mask = staging_slots_ - 1;
-  const std::uint64_t stamp = config_.stamp_send_time ? Clock::now() : 0;
   for (std::size_t j = 0; j < ticks.size(); ++j) {
     Slot& s = slots[(first + j) & mask];
     std::memcpy(&s, &ticks[j], sizeof s);
@@ -503,7 +515,11 @@ void RcPublisher::reconcile() noexcept {
         p.index = i;
         p.first_seq = next_seq_;
         p.capacity = std::uint64_t{1} << l.req.capacity_log2;
-        p.policy = static_cast<SlowConsumerPolicy>(l.req.policy);
+        // Conflate is drop on the wire: never waited for, at-risk slots zeroed so that it sees
+        // its laps (it catches up through the table itself).
+        p.policy = never_waits(static_cast<SlowConsumerPolicy>(l.req.policy))
+                       ? SlowConsumerPolicy::drop
+                       : static_cast<SlowConsumerPolicy>(l.req.policy);
         p.mode = static_cast<WriteMode>(l.req.mode);
         if (!cas(l.state, LinkState::joining, LinkState::reserved)) drop_pending(n_pending_ - 1);
         break;

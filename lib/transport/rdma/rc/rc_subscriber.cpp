@@ -64,9 +64,11 @@ RcSubscriber::RcSubscriber(const SubscriberConfig& config, const detail::Placeme
   slots_ = reinterpret_cast<Slot*>(base + kControlBytes);
   prepare_credit_write(reinterpret_cast<ControlBlock*>(base));
 
+  send_.cq = conn_->send_cq->get();
   if (is_memory_mode(mode_)) {
     // Credits go out from Subscriber::poll through return_credit(), not from the reader.
     reader_ = RingReader(slots_, capacity_, first_seq_, nullptr);
+    if (wants_table()) start_table();
   } else {
     next_ = first_seq_;
     limit_ = first_seq_ - 1;
@@ -81,6 +83,22 @@ RcSubscriber::RcSubscriber(const SubscriberConfig& config, const detail::Placeme
 }
 
 RcSubscriber::~RcSubscriber() { close(); }
+
+// The table's reader and delivery (the private copy: 192 bytes per instrument of the table's
+// capacity), allocated here, never on the poll path.
+void RcSubscriber::start_table() {
+  table_reader_ = std::make_unique<TableReader>(conn_->qp->get(), send_, table_addr_, table_rkey_,
+                                                conn_->table_buffer.data(),
+                                                conn_->table_buffer_mr->lkey());
+  // A delivery that makes no progress for publisher_timeout has a publisher dead or lying.
+  delivery_ = std::make_unique<detail::TableDelivery>(table_geometry_, *table_reader_,
+                                                      ms_to_cycles(config_.publisher_timeout));
+  reader_.stop_at_laps(config_.policy == SlowConsumerPolicy::conflate);
+  credit_due_ = first_seq_ + credit_every_;
+  if (config_.start == StartMode::snapshot) {
+    delivery_->begin(detail::TableDelivery::Why::snapshot, reader_);
+  }
+}
 
 void RcSubscriber::check_settings(const RdmaConfig& r) {
   if (r.address.empty()) {
@@ -143,6 +161,16 @@ std::unique_ptr<RcSubscriber::Connection> RcSubscriber::connect(std::uint64_t ca
   register_ring(*c, capacity, what);
   create_queue_pair(*c, capacity, what);
   mode_ = choose_mode(*c);
+  if (wants_table() && mode_ == WriteMode::cq) {
+    throw Error(Errc::unsupported,
+                what + ": " + (config_.start == StartMode::snapshot ? "start = snapshot" : "policy = conflate") +
+                    " over rc rolls the table forward with the ring read in memory, and this "
+                    "subscriber would poll its completion queue (" +
+                    (config_.rdma.polling == RcPolling::cq
+                         ? std::string("rdma.polling = cq): set rdma.polling = memory")
+                         : rdma::device_name(c->id->verbs()) +
+                               " does not report in-order data placement): set rdma.split_commit = true"));
+  }
   if (mode_ == WriteMode::cq) post_first_receives(*c, what);
   handshake(*c, capacity, overrides, dst, geometry_max, what);
   return c;
@@ -192,6 +220,17 @@ void RcSubscriber::register_ring(Connection& c, std::uint64_t capacity, const st
     throw Error(e.code(), what + ": register its ring of " + std::to_string(capacity) +
                               " slots (" + std::to_string(bytes) + " bytes): " + e.what());
   }
+  if (!wants_table()) return;
+  try {
+    // The target of the table's READs: local write only.
+    c.table_buffer = MappedRegion(TableReader::kBufferBytes);
+    c.table_buffer.prefault();
+    c.table_buffer_mr.emplace(*c.pd, c.table_buffer.data(), TableReader::kBufferBytes,
+                              IBV_ACCESS_LOCAL_WRITE);
+  } catch (const Error& e) {
+    throw Error(e.code(), what + ": register the " + std::to_string(TableReader::kBufferBytes) +
+                              "-byte buffer the last-value table is read into: " + e.what());
+  }
 }
 
 void RcSubscriber::create_queue_pair(Connection& c, std::uint64_t capacity,
@@ -207,14 +246,16 @@ void RcSubscriber::create_queue_pair(Connection& c, std::uint64_t capacity,
   c.recv_depth = static_cast<std::uint32_t>(std::min<std::uint64_t>(
       std::min<std::uint64_t>(capacity, 4096) + 2 * std::uint64_t{recv_batch_}, max_wr));
   try {
-    c.send_cq.emplace(c.id->verbs(), static_cast<int>(credit_depth_));
+    // Credit WRITEs, and a table subscriber's READs (TableReader: kMaxReads at most in flight).
+    const std::uint32_t send_depth = credit_depth_ + (wants_table() ? TableReader::kMaxReads + 1 : 0);
+    c.send_cq.emplace(c.id->verbs(), static_cast<int>(send_depth));
     c.recv_cq.emplace(c.id->verbs(), cq_wanted ? static_cast<int>(c.recv_depth) : 1);
     ibv_qp_init_attr qa{};
     qa.send_cq = c.send_cq->get();
     qa.recv_cq = c.recv_cq->get();
     qa.qp_type = IBV_QPT_RC;
     qa.sq_sig_all = 0;
-    qa.cap.max_send_wr = credit_depth_;
+    qa.cap.max_send_wr = send_depth;
     qa.cap.max_recv_wr = cq_wanted ? c.recv_depth : 1;
     qa.cap.max_send_sge = 1;
     qa.cap.max_recv_sge = 1;
@@ -275,6 +316,14 @@ void RcSubscriber::handshake(Connection& c, std::uint64_t capacity, const Overri
       throw Error(Errc::version_mismatch,
                   what + ": the publisher's accept is not tickrail RC version " +
                       std::to_string(kVersion));
+    }
+    if (wants_table()) {
+      std::string why;
+      const auto table = granted_table(*reply, why);
+      if (!table) throw Error(Errc::geometry_mismatch, what + ": the publisher's accept grants " + why);
+      table_geometry_ = *table;
+      table_addr_ = reply->table_addr;
+      table_rkey_ = reply->table_rkey;
     }
     first_seq_ = reply->first_seq;
     credit_addr_ = reply->credit_addr;
@@ -362,6 +411,11 @@ SubscriberCounters RcSubscriber::counters() const noexcept {
     c.lost = reader_.lost();
     c.laps = reader_.laps();
     c.skips = reader_.skips();
+    if (delivery_ != nullptr) {
+      c.from_table = delivery_->entries_delivered();
+      c.conflations = delivery_->conflations();
+      c.table_abandoned = delivery_->abandoned();
+    }
   } else {
     c.received = received_;
     c.lost = lost_;
@@ -373,6 +427,30 @@ SubscriberCounters RcSubscriber::counters() const noexcept {
 
 std::uint64_t RcSubscriber::next_sequence() const noexcept {
   return is_memory_mode(mode_) ? reader_.next_seq() : next_;
+}
+
+ibv_wc_status RcSubscriber::probe_table(bool write, std::uint64_t offset) {
+  constexpr std::uint64_t kProbe = std::uint64_t{1} << 62;
+  if (closed_ || !conn_ || !conn_->table_buffer_mr) return IBV_WC_GENERAL_ERR;
+  auto* local = static_cast<std::uint64_t*>(conn_->table_buffer.data());
+  local[0] = ~std::uint64_t{0};
+  ibv_sge g{reinterpret_cast<std::uintptr_t>(local), write ? 8U : 64U, conn_->table_buffer_mr->lkey()};
+  ibv_send_wr w{};
+  w.wr_id = kProbe;
+  w.sg_list = &g;
+  w.num_sge = 1;
+  w.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+  w.send_flags = IBV_SEND_SIGNALED;
+  w.wr.rdma.remote_addr = table_addr_ + offset;
+  w.wr.rdma.rkey = table_rkey_;
+  ibv_send_wr* bad = nullptr;
+  if (ibv_post_send(conn_->qp->get(), &w, &bad) != 0) return IBV_WC_GENERAL_ERR;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    ibv_wc wc{};
+    if (ibv_poll_cq(conn_->send_cq->get(), 1, &wc) == 1 && wc.wr_id == kProbe) return wc.status;
+  }
+  return IBV_WC_GENERAL_ERR;
 }
 
 void RcSubscriber::close() noexcept {

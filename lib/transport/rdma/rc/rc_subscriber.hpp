@@ -6,6 +6,11 @@
 // return_credit()). A CM thread (rc_subscriber.cpp) waits, in bounded poll() calls, for
 // rdma_cm events after the connection is up (DISCONNECTED, DEVICE_REMOVAL) and raises a flag
 // that state() reads, so that neither poll() nor state() ever makes a system call.
+//
+// With start = snapshot or policy = conflate (memory polling only: the delivery rolls the table
+// forward with the ring's RingReader), the subscriber reads the publisher's last-value table with
+// RDMA READ (table_reader.hpp) and delivers it through TableDelivery, polled out of line while
+// it does (and always, under conflate: it looks for laps there).
 #pragma once
 
 #include <atomic>
@@ -20,7 +25,9 @@
 #include "tickrail/memory.hpp"
 #include "transport/rdma/cm.hpp"
 #include "transport/rdma/rc/protocol.hpp"
+#include "transport/rdma/rc/table_reader.hpp"
 #include "transport/rdma/verbs.hpp"
+#include "transport/table_delivery.hpp"
 #include "transport/transport.hpp"
 
 namespace tickrail::rdma::rc {
@@ -46,7 +53,12 @@ class RcSubscriber final : public detail::SubscriberTransport {
   ~RcSubscriber() override;
 
   RingReader* ring() noexcept override {
-    return is_memory_mode(mode_) && !closed_ ? &reader_ : nullptr;
+    return is_memory_mode(mode_) && !closed_ && !table_polled() ? &reader_ : nullptr;
+  }
+  // From the connection until the snapshot is delivered.
+  bool in_snapshot() const noexcept override {
+    return config_.start == StartMode::snapshot && delivery_ != nullptr && delivery_->busy() &&
+           delivery_->why() == detail::TableDelivery::Why::snapshot;
   }
   bool ready() noexcept override { return !closed_; }  // connected in the constructor
   std::size_t poll(detail::TickSink sink, std::size_t limit) noexcept override;
@@ -64,6 +76,11 @@ class RcSubscriber final : public detail::SubscriberTransport {
   [[nodiscard]] std::uint64_t capacity() const noexcept { return capacity_; }
   [[nodiscard]] const std::string& publisher() const noexcept { return where_; }
 
+  // Tests only: one RDMA WRITE (8 bytes) or READ (64 bytes) at the granted table's address +
+  // `offset`, with its rkey; waits up to 5 s for the completion and returns its status
+  // (IBV_WC_GENERAL_ERR if none came). A failed access puts the connection in error.
+  ibv_wc_status probe_table(bool write, std::uint64_t offset);
+
  private:
   // Every verbs and rdma_cm object of the connection, declared in creation order so that they
   // are destroyed as rc_pingpong tears down (QP, CQs, MR, memory, PD, id, channel).
@@ -73,6 +90,8 @@ class RcSubscriber final : public detail::SubscriberTransport {
     std::optional<rdma::ProtectionDomain> pd;
     MappedRegion region;
     std::optional<rdma::MemoryRegion> mr;
+    MappedRegion table_buffer;  // a table subscriber's READ target (TableReader)
+    std::optional<rdma::MemoryRegion> table_buffer_mr;
     std::optional<rdma::CompletionQueue> send_cq;
     std::optional<rdma::CompletionQueue> recv_cq;
     std::optional<rdma::CmQueuePair> qp;
@@ -97,6 +116,16 @@ class RcSubscriber final : public detail::SubscriberTransport {
   void post_receives(std::uint32_t n) noexcept;
   void cm_loop(std::stop_token st) noexcept;
   std::size_t poll_cq(detail::TickSink sink, std::size_t limit) noexcept;
+  [[nodiscard]] bool wants_table() const noexcept {
+    return config_.start == StartMode::snapshot || config_.policy == SlowConsumerPolicy::conflate;
+  }
+  // Polled out of line through poll_with_table (a snapshot being delivered; conflate always).
+  [[nodiscard]] bool table_polled() const noexcept {
+    return delivery_ != nullptr && (config_.policy == SlowConsumerPolicy::conflate || in_snapshot());
+  }
+  void start_table();
+  std::size_t poll_with_table(detail::TickSink sink, std::size_t limit) noexcept;
+  void note_loss(PeerLoss why) noexcept;
 
   SubscriberConfig config_;
   std::string where_;  // "channel 'md' at 10.77.1.1:7471"
@@ -111,6 +140,13 @@ class RcSubscriber final : public detail::SubscriberTransport {
 
   // Memory polling.
   RingReader reader_;
+
+  // The last-value table (wants_table()): validated once from the accept.
+  detail::TableGeometry table_geometry_;
+  std::uint64_t table_addr_ = 0;
+  std::uint32_t table_rkey_ = 0;
+  std::unique_ptr<TableReader> table_reader_;
+  std::unique_ptr<detail::TableDelivery> delivery_;
 
   // CQ polling (polling thread only).
   std::uint64_t next_ = 0;
@@ -135,6 +171,7 @@ class RcSubscriber final : public detail::SubscriberTransport {
   std::uint32_t credit_depth_ = 64;
   ibv_send_wr credit_wr_{};
   ibv_sge credit_sge_{};
+  SendCompletions send_;  // credit WRITEs and table READs
 
   // Liveness (state() is const and cheap: it remembers when the heartbeat last changed).
   // Clock cycles throughout.

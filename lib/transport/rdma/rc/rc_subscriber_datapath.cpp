@@ -22,7 +22,30 @@ namespace tickrail::rdma::rc {
 std::size_t RcSubscriber::poll(detail::TickSink sink, std::size_t limit) noexcept {
   if (closed_) return 0;
   if (!is_memory_mode(mode_)) return poll_cq(sink, limit);
+  if (delivery_ != nullptr) [[unlikely]] return poll_with_table(sink, limit);
   return reader_.poll(sink, limit);  // Subscriber::poll returns the credit
+}
+
+void RcSubscriber::note_loss(PeerLoss why) noexcept {
+  std::uint32_t none = 0;
+  loss_.compare_exchange_strong(none, static_cast<std::uint32_t>(why), std::memory_order_release);
+}
+
+// A snapshot being delivered, or a conflate subscriber (which looks for laps here). The table's
+// READs are posted and reaped inside these steps: the snapshot and conflation path only.
+std::size_t RcSubscriber::poll_with_table(detail::TickSink sink, std::size_t limit) noexcept {
+  std::size_t n = 0;
+  if (delivery_->busy()) {
+    n = delivery_->step(reader_, sink, limit);
+    if (table_reader_->failed()) [[unlikely]] note_loss(PeerLoss::qp_error);
+  } else {
+    n = reader_.poll(sink, limit);
+    if (reader_.lapped()) [[unlikely]] delivery_->begin(detail::TableDelivery::Why::conflation, reader_);
+  }
+  // Polled out of line, the ring's credit goes back from here (Subscriber::poll returns it for a
+  // ring polled inline only).
+  if (reader_.next_seq() >= credit_due_) credit_due_ = return_credit(reader_.next_seq());
+  return n;
 }
 
 void RcSubscriber::post_receives(std::uint32_t n) noexcept {
@@ -99,17 +122,12 @@ std::uint64_t RcSubscriber::return_credit(std::uint64_t next_seq) noexcept {
   if (next_seq <= last_credit_) return last_credit_ + credit_every_;
   // Free send-queue entries: one signalled credit in every 16, reaped when half are in flight.
   if (credits_posted_ - credits_completed_ >= credit_depth_ / 2) {
-    ibv_wc wc[4];
-    const int n = ibv_poll_cq(conn_->send_cq->get(), 4, wc);
-    for (int i = 0; i < n; ++i) {
-      if (wc[i].status != IBV_WC_SUCCESS) [[unlikely]] {
-        std::uint32_t none = 0;
-        loss_.compare_exchange_strong(none, static_cast<std::uint32_t>(PeerLoss::qp_error),
-                                      std::memory_order_release);
-        return ~std::uint64_t{0};
-      }
-      if (wc[i].wr_id > credits_completed_) credits_completed_ = wc[i].wr_id;
+    send_.reap();  // (a table subscriber's READ completions too: SendCompletions)
+    if (send_.failed) [[unlikely]] {
+      note_loss(PeerLoss::qp_error);
+      return ~std::uint64_t{0};
     }
+    credits_completed_ = send_.credits;
     if (credits_posted_ - credits_completed_ >= credit_depth_ - 1) {
       return next_seq + 1;  // try again on the next poll
     }
