@@ -1,5 +1,6 @@
 // The RC subscriber's polling path: no allocation, exceptions, logging or system calls of our
-// own (ibv_poll_cq, ibv_post_recv and ibv_post_send are user-space queue operations).
+// own (ibv_poll_cq, ibv_post_recv and ibv_post_send are user-space queue operations on a
+// hardware NIC; on rxe, each post ends with a write() to the uverbs fd: docs/state.md).
 //
 // CQ polling. Each WRITE WITH IMMEDIATE carries the low 32 bits of the last tick it wrote;
 // its completion means that WRITE and every earlier one on the QP have been placed, so every
