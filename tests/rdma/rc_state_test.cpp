@@ -20,37 +20,13 @@
 #include "tickrail/state.hpp"
 #include "tickrail/subscriber.hpp"
 #include "transport/rdma/rc/rc_subscriber.hpp"
+#include "../market_stream.hpp"
 
 using namespace tickrail;
+using namespace tickrail::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-// The i-th tick of the stream: 1,000 instruments, every kind the table keeps and one it does
-// not (Add). As the shm test's (tests/unit/shm/state_test.cpp).
-Tick market_tick(std::uint64_t i) {
-  static constexpr TickKind kKinds[] = {TickKind::Quote, TickKind::Trade, TickKind::Add,
-                                        TickKind::Execute, TickKind::Status, TickKind::Quote};
-  Tick t{};
-  t.instrument = static_cast<std::uint32_t>(((i * 0x9E3779B97F4A7C15ULL) >> 40) % 1000);
-  t.kind = kKinds[i % std::size(kKinds)];
-  t.price = static_cast<std::int64_t>(i);
-  t.qty = static_cast<std::uint32_t>(i % 997);
-  t.exch_ts = i;
-  t.flags = static_cast<std::uint16_t>(i & 0x7fff);
-  return t;
-}
-
-using View = std::map<std::pair<std::uint32_t, int>, Tick>;
-void apply(View& v, const Tick& t) {
-  const int c = state_class_of(t.kind);
-  if (c >= 0) v[{t.instrument, c}] = t;
-}
-bool same(const Tick& a, const Tick& b) {
-  return a.seq == b.seq && a.instrument == b.instrument && a.kind == b.kind && a.price == b.price &&
-         a.qty == b.qty && a.exch_ts == b.exch_ts && a.send_ts == b.send_ts &&
-         (a.flags & ~kTickFromTable) == (b.flags & ~kTickFromTable);
-}
 
 PublisherConfig pub_config(const std::string& channel, bool table = true) {
   PublisherConfig c;
