@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
     }
     std::vector<Instrument> book(65536);  // by instrument id (ITCH stock locate), allocated once
     Subscriber sub(cfg);
-    std::uint64_t ticks = 0, from_table = 0;
+    std::uint64_t ticks = 0, from_table = 0;  // from_table: of `ticks`, those of the snapshot
     auto on_tick = [&](const Tick& t) {  // the hot path: no allocation, no system call
       Instrument& in = book[t.instrument & 0xffff];
       // A tick from the table is the state as of the snapshot: its trade sets the last price,
@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
         in.last = t.price != 0 ? t.price : in.last;
         if (!state) in.volume += t.qty;
       }
-      ++(state ? from_table : ticks);
+      ++ticks;
+      if (state) ++from_table;
     };
     for (;;) {
       if (sub.poll(on_tick) != 0) continue;
@@ -56,8 +57,9 @@ int main(int argc, char** argv) {
       if (s != SubscriberState::active && s != SubscriberState::connecting && sub.poll(on_tick) == 0) break;
       cpu_relax();
     }
-    std::printf("%llu ticks, %llu from the table (%s)\n", static_cast<unsigned long long>(ticks),
-                static_cast<unsigned long long>(from_table), sub.reason().c_str());
+    std::printf("%llu ticks (%s)\n", static_cast<unsigned long long>(ticks), sub.reason().c_str());
+    if (cfg.start == StartMode::snapshot)
+      std::printf("%llu of them from the table, the rest live\n", static_cast<unsigned long long>(from_table));
     for (std::size_t i = 0; i < book.size(); ++i) {
       const Instrument& in = book[i];
       if (in.volume == 0 && in.bid == 0 && in.last == 0) continue;
