@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
     }
     std::printf("%llu ticks (%s)\n", static_cast<unsigned long long>(ticks), sub.reason().c_str());
     if (cfg.start == StartMode::snapshot)
-      std::printf("%llu of them from the table, the rest live\n", static_cast<unsigned long long>(from_table));
+      std::printf("%llu of them from the table, the rest live\n",
+                  static_cast<unsigned long long>(from_table));
     for (std::size_t i = 0; i < book.size(); ++i) {
       const Instrument& in = book[i];
       if (in.volume == 0 && in.bid == 0 && in.last == 0) continue;
