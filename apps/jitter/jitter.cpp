@@ -58,6 +58,11 @@ void read_options(ConfigFile::Section s, Options& o) {
   s.validated([&] { validate(o); });
 }
 
+void read_config(ConfigFile& f, Options& o) {
+  read_options(f.section("jitter"), o);
+  read_failover_config(f, o.line_b, o.failover);
+}
+
 void validate(const Options& o) {
   if (o.cpu < -1) cli::bad_value("cpu", "must be a cpu number, or -1 for none");
   if (o.batch == 0 || o.batch > 65536) cli::bad_value("batch", std::to_string(o.batch) + " is outside 1..65536");
@@ -163,6 +168,7 @@ std::string format_report(const Recorder& r, const RunInfo& info) {
              "live from sequence %" PRIu64 "\n",
              r.snapshot_ticks(), info.snapshot_us, r.first_seq());
   }
+  if (info.failover) t += format_lines(info);
   if (r.negative() != 0) {
     t += fmt("  warning: %" PRIu64 " ticks stamped later than received (clocks differ: the "
              "publisher and this process must share one TSC)\n", r.negative());
@@ -196,6 +202,7 @@ nlohmann::json report_json(const Recorder& r, const RunInfo& info) {
   j["lost_after_last"] = lost.after_last;
   j["start_seq"] = lost.start_seq;
   j["position"] = info.position;
+  if (info.failover) j["failover"] = lines_json(info);
   j["out_of_order"] = r.out_of_order();
   j["negative"] = r.negative();
   const SubscriberCounters& c = info.counters;
@@ -254,31 +261,6 @@ const char* stream_end(Subscriber& sub, Handler& handler, std::size_t want) {
   return st == SubscriberState::evicted ? "evicted" : "publisher_gone";
 }
 
-// The one-second windows of a run: each closed with the Subscriber's own lost count (which also
-// holds ticks lapped before the first receipt), and shown as a live line with --live.
-class LiveWindows {
- public:
-  LiveWindows(std::uint64_t start, std::uint64_t second)
-      : second_(second), next_(start + second), last_(start) {}
-  [[nodiscard]] bool due(std::uint64_t now) const noexcept { return now >= next_; }
-  void close(std::uint64_t now, Recorder& rec, const Subscriber& sub, bool live) {
-    Window w = rec.take_window(Clock::instance().to_ns(now - last_) * 1e-9);
-    const std::uint64_t lost_now = sub.counters().lost;
-    w.lost = std::max(w.lost, lost_now - lost_seen_);
-    lost_seen_ = lost_now;
-    if (live && rec.received() != 0) live_line(w, rec.received());
-    last_ = now;
-    next_ = now + second_;
-    rec.skip_poll_gap();  // the line was our doing, not the OS's
-  }
-
- private:
-  std::uint64_t second_;
-  std::uint64_t next_;
-  std::uint64_t last_;
-  std::uint64_t lost_seen_ = 0;
-};
-
 }  // namespace
 
 void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec, RunInfo& info) {
@@ -335,7 +317,7 @@ void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec
       info.ended = "duration";
       break;
     }
-    if (windows.due(now)) windows.close(now, rec, sub, o.live);
+    if (windows.due(now)) windows.close(now, rec, sub.counters().lost, o.live);
   }
   info.elapsed_s = clock.to_ns(Clock::now() - start) * 1e-9;
   info.counters = sub.counters();
@@ -418,7 +400,11 @@ int run(const Options& o, const SubscriberConfig& sc) {
   if (o.mode == Mode::pingpong) {
     measure_pingpong(sc, o, rec, info);
   } else {
-    measure_one_way(sc, o, rec, info);
+    if (o.line_b.given()) {
+      measure_failover(sc, o, rec, info);
+    } else {
+      measure_one_way(sc, o, rec, info);
+    }
   }
 
   std::fputs(format_report(rec, info).c_str(), stdout);

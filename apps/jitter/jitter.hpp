@@ -2,6 +2,7 @@
 // histograms, the one-way measuring loop and the report. main.cpp is the command line.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,8 @@
 #include "tickrail/tools/config_file.hpp"
 #include "tickrail/tools/histogram.hpp"
 #include "tickrail/tools/report.hpp"
+#include "tickrail/clock.hpp"
+#include "tickrail/failover.hpp"
 #include "tickrail/state.hpp"
 #include "tickrail/subscriber.hpp"
 #include "tickrail/tick.hpp"
@@ -42,10 +45,17 @@ struct Options {
   // The market's state (docs/state.md): the view the run ends with, as JSON.
   std::string state_out;
   std::uint32_t state_capacity = 65536;    // instruments the view holds
+  // Hot failover (docs/failover.md): given line B, the run reads both lines as one stream
+  // (FailoverSubscriber) and reports each line's share and lead. [failover] in the config.
+  LineB line_b;
+  FailoverConfig failover;  // window, hole_timeout, reattach_every; its lines are set by the run
 };
 
 // Reads the [jitter] section (keys: the fields above).
 void read_options(ConfigFile::Section s, Options& o);
+// Reads what tickrail-jitter reads of a config file besides the subscriber's: [jitter] and
+// [failover].
+void read_config(ConfigFile& f, Options& o);
 void validate(const Options& o);
 
 // The figures one second of the run shows.
@@ -143,6 +153,34 @@ class Recorder {
   std::uint64_t snapshot_end_ = 0;  // when the snapshot's last tick arrived (cycles); 0: none
 };
 
+// "tickrail-jitter: <s>" on stderr, and the once-a-second live line (one system call).
+void note(const std::string& s);
+void live_line(const Window& w, std::uint64_t total);
+
+// The one-second windows of a run: each closed with the subscriber's own lost count (which also
+// holds ticks lapped before the first receipt), and shown as a live line with --live.
+class LiveWindows {
+ public:
+  LiveWindows(std::uint64_t start, std::uint64_t second)
+      : second_(second), next_(start + second), last_(start) {}
+  [[nodiscard]] bool due(std::uint64_t now) const noexcept { return now >= next_; }
+  void close(std::uint64_t now, Recorder& rec, std::uint64_t lost_now, bool live) {
+    Window w = rec.take_window(Clock::instance().to_ns(now - last_) * 1e-9);
+    w.lost = std::max(w.lost, lost_now - lost_seen_);
+    lost_seen_ = lost_now;
+    if (live && rec.received() != 0) live_line(w, rec.received());
+    last_ = now;
+    next_ = now + second_;
+    rec.skip_poll_gap();  // the line was our doing, not the OS's
+  }
+
+ private:
+  std::uint64_t second_;
+  std::uint64_t next_;
+  std::uint64_t last_;
+  std::uint64_t lost_seen_ = 0;
+};
+
 // What ended the run, and the context the report prints.
 struct RunInfo {
   std::string ended;          // "publisher_gone", "duration", "count", "interrupted", "evicted"
@@ -157,6 +195,13 @@ struct RunInfo {
   std::uint64_t timeouts = 0;  // pingpong: pings never answered within ping_timeout
   bool snapshot = false;         // started with start = snapshot
   double snapshot_us = 0;        // from the first poll to the snapshot's last tick
+  // Failover runs: both lines' counters, what each line is, and by how much (ns) each line's
+  // copy came before the other's, for the ticks both lines brought within the window.
+  bool failover = false;
+  FailoverCounters lines;
+  std::string line_name[2];
+  std::uint32_t window = 0;
+  Histogram lead[2];
 };
 
 // What the subscriber lost, told apart. `total` is the Subscriber's own count (one-way), which
@@ -187,12 +232,15 @@ struct Loss {
 // send stamp, one clock, until the run ends; info says how.
 void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec, RunInfo& info);
 
+// One-way over two lines (o.line_b): the same, through a FailoverSubscriber (failover.cpp).
+void measure_failover(const SubscriberConfig& sc, const Options& o, Recorder& rec, RunInfo& info);
+
+// The failover lines' part of the report: a line per line, and the lead table.
+[[nodiscard]] std::string format_lines(const RunInfo& info);
+[[nodiscard]] nlohmann::json lines_json(const RunInfo& info);
+
 // The view's JSON (--state-out): per instrument with any, its latest quote, trade and status
 // with their sequence numbers; two subscribers' views compare with diff.
 [[nodiscard]] nlohmann::json state_json(const MarketView& v, std::uint64_t position);
-
-// "tickrail-jitter: <s>" on stderr, and the once-a-second live line (one system call).
-void note(const std::string& s);
-void live_line(const Window& w, std::uint64_t total);
 
 }  // namespace tickrail::jitter

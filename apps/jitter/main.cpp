@@ -13,7 +13,7 @@ namespace {
 
 // Declares every option; each, when given, is written over the config files by cli.resolve().
 void declare(cli::Cli& cli, jitter::Options& o, SubscriberConfig& sc) {
-  cli.add_config("TOML config file ([subscriber], [rdma], [jitter]); repeat -c for several");
+  cli.add_config("TOML config file ([subscriber], [rdma], [jitter], [failover]); repeat -c for several");
   cli::add_subscriber_options(cli, sc);
   cli.option("--start", "live (default): from the next tick; snapshot: from the publisher's last-value table, then live",
              [&](const std::string& v) { sc.start = parse_start_mode(v, "--start"); });
@@ -37,6 +37,24 @@ void declare(cli::Cli& cli, jitter::Options& o, SubscriberConfig& sc) {
              [&](const std::string& v) { o.duration = cli::parse_seconds(v, "--duration"); });
   cli.option("--count", "stop after this many ticks (0: no limit)",
              [&](const std::string& v) { o.count = cli::parse_unsigned(v, "--count"); });
+  cli.option("--line-b", "hot failover: line B's channel, carrying the same stream as --channel's; the run reads both and reports each line's share and lead (docs/failover.md)",
+             [&](const std::string& v) { o.line_b.channel = v; });
+  cli.option("--line-b-transport", "line B's transport (default: line A's)", [&](const std::string& v) { o.line_b.transport = v; });
+  cli.option("--line-b-address", "rc/ud: line B's publisher address (default: line A's)",
+             [&](const std::string& v) { o.line_b.address = v; });
+  cli.option("--line-b-port", "rc/ud: line B's rdma_cm port (default: line A's)", [&](const std::string& v) {
+    o.line_b.port = static_cast<std::uint16_t>(cli::parse_integer(v, "--line-b-port", 1, 65535));
+  });
+  cli.option("--line-b-group", "ud: line B's multicast group", [&](const std::string& v) { o.line_b.group = v; });
+  cli.option("--line-b-device", "rc/ud: line B's verbs device (default: line A's)",
+             [&](const std::string& v) { o.line_b.device = v; });
+  cli.option("--failover-window", "ticks held beyond a hole while the other line catches up (a power of two, default 4096)",
+             [&](const std::string& v) {
+               o.failover.window = static_cast<std::uint32_t>(cli::parse_integer(v, "--failover-window", 2, 1 << 20));
+             });
+  cli.option("--hole-timeout-us", "how long a hole waits for the line behind (default 1000)", [&](const std::string& v) {
+    o.failover.hole_timeout = std::chrono::microseconds(cli::parse_integer(v, "--hole-timeout-us", 1, 10'000'000));
+  });
   cli.output("--json", "write the figures as JSON to this file", o.json);
   cli.output("--hgrm", "write HdrHistogram's percentile distribution (ns) to this file", o.hgrm);
   cli.output("--svg", "draw latency by percentile to this SVG file", o.svg);
@@ -44,7 +62,9 @@ void declare(cli::Cli& cli, jitter::Options& o, SubscriberConfig& sc) {
   cli.flag("--mlock", "lock all memory (mlockall) before measuring", [&] { o.lock_memory = true; });
   cli.flag("-q,--quiet", "no live line", [&] { o.live = false; });
   cli.value_names({{"--start", "MODE"}, {"--state-capacity", "N"}, {"--mode", "M"}, {"--echo-address", "A"},
-                   {"--echo-group", "G"}, {"--warmup", "N"}, {"--cpu", "N"}, {"--duration", "S"}, {"--count", "N"}});
+                   {"--echo-group", "G"}, {"--warmup", "N"}, {"--cpu", "N"},
+                   {"--line-b", "CHANNEL"}, {"--line-b-transport", "T"}, {"--line-b-address", "A"}, {"--line-b-port", "P"},
+                   {"--line-b-group", "G"}, {"--line-b-device", "D"}, {"--failover-window", "N"}, {"--hole-timeout-us", "US"}, {"--duration", "S"}, {"--count", "N"}});
 }
 
 }  // namespace
@@ -64,7 +84,7 @@ int main(int argc, char** argv) {
     cli.resolve([&](const std::string& path) {
       ConfigFile f(path);
       read_subscriber_config(f, sc);
-      jitter::read_options(f.section("jitter"), o);
+      jitter::read_config(f, o);
       f.check_all_read({"publisher", "replay", "record"});
     });
     if (o.mode == jitter::Mode::pingpong && o.count == 0 && o.duration.count() == 0) o.count = 100'000;
@@ -72,6 +92,13 @@ int main(int argc, char** argv) {
     jitter::validate(o);
     if (o.mode != jitter::Mode::one_way && (sc.start == StartMode::snapshot || !o.state_out.empty())) {
       cli::bad_value("--start snapshot, --state-out", "need --mode one-way");
+    }
+    if (o.line_b.given()) {
+      if (o.mode != jitter::Mode::one_way) cli::bad_value("--line-b", "needs --mode one-way");
+      FailoverConfig fc = o.failover;
+      fc.line[0] = sc;
+      fc.line[1] = o.line_b.apply(sc);
+      fc.validate();
     }
     cli.check_outputs({{"--json", &o.json}, {"--hgrm", &o.hgrm}, {"--svg", &o.svg}, {"--state-out", &o.state_out}});
     return jitter::run(o, sc);

@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
       ConfigFile f(path);
       read_subscriber_config(f, sc);
       recorder_app::read_options(f.section("record"), o);
-      f.check_all_read({"publisher", "replay", "jitter"});
+      f.check_all_read({"publisher", "replay", "jitter", "failover"});
     });
     recorder_app::validate(o);
     if (o.file.empty()) cli::bad_value("FILE", "no recording named (the FILE argument, or [record] output)");

@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
       ConfigFile f(path);
       read_publisher_config(f, pc);
       replay::read_options(f.section("replay"), o);
-      f.check_all_read({"subscriber", "jitter", "record"});
+      f.check_all_read({"subscriber", "jitter", "record", "failover"});
     });
     pc.validate();
     replay::validate(o);

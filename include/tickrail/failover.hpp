@@ -25,11 +25,29 @@
 
 namespace tickrail {
 
+namespace detail {
+// A non-owning, non-allocating reference to lead(int line, std::uint64_t cycles).
+class TICKRAIL_API LeadSink {
+ public:
+  template <class F>
+  explicit LeadSink(F& f) noexcept
+      : obj_(&f), call_([](void* o, int line, std::uint64_t cycles) { (*static_cast<F*>(o))(line, cycles); }) {}
+  void operator()(int line, std::uint64_t cycles) const { call_(obj_, line, cycles); }
+
+ private:
+  void* obj_;
+  void (*call_)(void*, int, std::uint64_t);
+};
+}  // namespace detail
+
 struct FailoverConfig {
   SubscriberConfig line[2];  // line A and line B
   std::uint32_t window = 4096;                   // ticks held beyond a hole: a power of two, 2..1048576
   std::chrono::microseconds hole_timeout{1000};  // how long a hole waits for the line behind
   std::chrono::milliseconds reattach_every{100};  // how often a line down is attached again
+  // Time each tick's second copy for poll(handler, lead): one clock read per tick, and a stamp
+  // per window slot.
+  bool measure_lead = false;
   void validate() const;  // throws Error(config_error) naming the key
 };
 
@@ -62,14 +80,24 @@ class TICKRAIL_API FailoverSubscriber {
   // brings first; returns how many ticks it delivered.
   template <class Handler>
   std::size_t poll(Handler&& handler, std::size_t limit = 256) noexcept {
-    return poll_sink(detail::TickSink(handler), limit);
+    return poll_sink(detail::TickSink(handler), nullptr, limit);
+  }
+  // The same, and with measure_lead, `lead(int line, std::uint64_t cycles)` for each tick whose
+  // other copy came within the window: `line` brought it first, `cycles` (Clock) before the
+  // other line, as this thread's polls saw them (both lines are polled in turn, A first).
+  template <class Handler, class Lead>
+  std::size_t poll(Handler&& handler, Lead&& lead, std::size_t limit = 256) noexcept {
+    const detail::LeadSink sink(lead);
+    return poll_sink(detail::TickSink(handler), &sink, limit);
   }
 
   [[nodiscard]] FailoverCounters counters() const noexcept;
   [[nodiscard]] bool line_up(int line) const noexcept;
+  // The next sequence to deliver (1 until a tick has arrived).
+  [[nodiscard]] std::uint64_t next_sequence() const noexcept;
 
  private:
-  std::size_t poll_sink(detail::TickSink sink, std::size_t limit) noexcept;
+  std::size_t poll_sink(detail::TickSink sink, const detail::LeadSink* lead, std::size_t limit) noexcept;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

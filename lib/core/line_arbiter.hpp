@@ -44,19 +44,24 @@ class LineArbiter {
     started_ = true;
   }
 
+  // Returns whether `t` is the first copy of its sequence (delivered or held), false when it
+  // is discarded.
   template <class Deliver>
-  void offer(int line, const Tick& t, Deliver&& deliver) noexcept {
+  bool offer(int line, const Tick& t, Deliver&& deliver) noexcept {
     LineCounts& l = lines_[line & 1];
     const std::uint64_t s = t.seq;
     if (s == 0) {  // no tick has sequence 0
       ++l.duplicates;
-      return;
+      return false;
     }
     if (!started_) start_at(s);
     l.last = std::max(l.last, s);
     if (s < next_ || held(s)) {
       ++l.duplicates;
-    } else if (s == next_) {
+      settle(deliver);
+      return false;
+    }
+    if (s == next_) {
       ++l.first;
       ++delivered_;
       ++next_;
@@ -76,6 +81,7 @@ class LineArbiter {
       }
     }
     settle(deliver);
+    return true;
   }
 
   // Gives up the hole at next(), if ticks wait beyond it: they are delivered up to the next hole.

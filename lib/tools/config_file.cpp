@@ -346,6 +346,30 @@ void read_subscriber_config(ConfigFile& file, SubscriberConfig& out) {
   s.validated([&] { out.validate(); });
 }
 
+SubscriberConfig LineB::apply(const SubscriberConfig& line_a) const {
+  SubscriberConfig b = line_a;
+  if (!transport.empty()) b.transport = parse_transport(transport, "line B's transport");
+  if (!channel.empty()) b.channel = channel;
+  if (!address.empty()) b.rdma.address = address;
+  if (port != 0) b.rdma.port = port;
+  if (!group.empty()) b.rdma.groups = {group};
+  if (!device.empty()) b.rdma.device = device;
+  return b;
+}
+
+void read_failover_config(ConfigFile& file, LineB& b, FailoverConfig& out) {
+  ConfigFile::Section s = file.section("failover");
+  s.get("line_b_transport", b.transport);
+  s.get("line_b_channel", b.channel);
+  s.get("line_b_address", b.address);
+  s.get("line_b_port", b.port);
+  s.get("line_b_group", b.group);
+  s.get("line_b_device", b.device);
+  s.get("window", out.window);
+  s.get("hole_timeout_us", out.hole_timeout);
+  s.get("reattach_every_ms", out.reattach_every);
+}
+
 PublisherConfig load_publisher_config(const std::string& path) {
   ConfigFile f(path);
   PublisherConfig c;

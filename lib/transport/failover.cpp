@@ -3,6 +3,7 @@
 #include <array>
 #include <atomic>
 #include <thread>
+#include <vector>
 
 #include "core/line_arbiter.hpp"
 #include "core/log.hpp"
@@ -14,8 +15,20 @@
 namespace tickrail {
 
 void FailoverConfig::validate() const {
-  line[0].validate();
-  line[1].validate();
+  for (const SubscriberConfig& l : line) {
+    l.validate();
+    // Table ticks carry their entries' sequences, not the stream's: they cannot be arbitrated.
+    if (l.start == StartMode::snapshot || l.policy == SlowConsumerPolicy::conflate) {
+      throw Error(Errc::config_error, "failover line '" + l.channel +
+                                          "': start snapshot and policy conflate do not apply to failover lines");
+    }
+  }
+  if (line[0].transport == line[1].transport && line[0].channel == line[1].channel &&
+      line[0].rdma.address == line[1].rdma.address && line[0].rdma.port == line[1].rdma.port &&
+      line[0].rdma.groups == line[1].rdma.groups && line[0].rdma.device == line[1].rdma.device) {
+    throw Error(Errc::config_error, "failover lines: line B is line A ('" + line[0].channel +
+                                        "'): give line B another channel, address or group");
+  }
   if (window < 2 || window > (1u << 20) || (window & (window - 1)) != 0) {
     throw Error(Errc::config_error, "failover window: " + std::to_string(window) +
                                         " is not a power of two in 2..1048576");
@@ -71,6 +84,7 @@ struct FailoverSubscriber::Impl {
   void went_down(int i, Deliver& deliver) noexcept;
   template <class Deliver>
   void watch_hole(Deliver& deliver) noexcept;
+  void time_copy(int i, std::uint64_t seq, bool first, const detail::LeadSink& lead) noexcept;
 
   FailoverConfig config;
   detail::LineArbiter arb;
@@ -78,6 +92,13 @@ struct FailoverSubscriber::Impl {
   std::uint64_t hole_cycles = 0;
   std::uint64_t hole_since = 0;  // Clock cycles; 0: no hole being waited on
   std::uint64_t hole_at = 0;     // the sequence of that hole
+  // measure_lead: when the first copy of each sequence in the window arrived, and on which line.
+  struct Stamp {
+    std::uint64_t seq = 0;
+    std::uint64_t at = 0;  // Clock cycles
+    int line = 0;
+  };
+  std::vector<Stamp> stamps;
   std::jthread thread;
 };
 
@@ -148,6 +169,20 @@ void FailoverSubscriber::Impl::went_down(int i, Deliver& deliver) noexcept {
   arb.line_down(i, deliver);
 }
 
+// The first copy of `seq` is stamped; the other line's copy, while its stamp is still in the
+// window, is timed against it, once.
+void FailoverSubscriber::Impl::time_copy(int i, std::uint64_t seq, bool first,
+                                         const detail::LeadSink& lead) noexcept {
+  Stamp& s = stamps[seq & (stamps.size() - 1)];
+  const std::uint64_t now = Clock::now();
+  if (first) {
+    s = {seq, now, i};
+  } else if (s.seq == seq && s.line != i && seq != 0) {
+    lead(s.line, now - s.at);
+    s.seq = 0;
+  }
+}
+
 // A hole that waited hole_timeout for the line behind is given up.
 template <class Deliver>
 void FailoverSubscriber::Impl::watch_hole(Deliver& deliver) noexcept {
@@ -170,6 +205,7 @@ FailoverSubscriber::FailoverSubscriber(const FailoverConfig& config) {
   impl_ = std::make_unique<Impl>(config);
   impl_->hole_cycles = static_cast<std::uint64_t>(
       Clock::instance().ns_to_cycles(static_cast<double>(config.hole_timeout.count()) * 1e3));
+  if (config.measure_lead) impl_->stamps.resize(config.window);
   impl_->attach_all();
   const auto where = detail::Placement::for_endpoint(config.line[0].housekeeping_cpus,
                                                      "failover subscriber '" + config.line[0].channel + "'");
@@ -186,7 +222,8 @@ FailoverSubscriber::FailoverSubscriber(const FailoverConfig& config) {
 
 FailoverSubscriber::~FailoverSubscriber() = default;
 
-std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, std::size_t limit) noexcept {
+std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::LeadSink* lead,
+                                          std::size_t limit) noexcept {
   Impl& m = *impl_;
   std::size_t n = 0;
   auto deliver = [&](const Tick& t) {
@@ -197,7 +234,10 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, std::size_t lim
     Impl::Line& l = m.lines[i];
     if (!l.up) m.adopt(i, deliver);
     if (l.sub == nullptr) continue;
-    auto offer = [&](const Tick& t) { m.arb.offer(i, t, deliver); };
+    auto offer = [&](const Tick& t) {
+      const bool first = m.arb.offer(i, t, deliver);
+      if (lead != nullptr && !m.stamps.empty()) m.time_copy(i, t.seq, first, *lead);
+    };
     const std::size_t got = l.sub->poll(offer, limit);
     // Its state (a clock read) on every 64th empty poll: an ended line has been drained by then.
     if (got == 0 && l.up && (++l.idle & 63u) == 0 && ended(l.sub->state())) m.went_down(i, deliver);
@@ -227,5 +267,9 @@ FailoverCounters FailoverSubscriber::counters() const noexcept {
 }
 
 bool FailoverSubscriber::line_up(int line) const noexcept { return impl_->lines[line & 1].up; }
+
+std::uint64_t FailoverSubscriber::next_sequence() const noexcept {
+  return impl_->arb.next();
+}
 
 }  // namespace tickrail

@@ -31,6 +31,7 @@
 
 #include "tickrail/config.hpp"
 #include "tickrail/error.hpp"
+#include "tickrail/failover.hpp"
 
 namespace tickrail {
 
@@ -158,6 +159,18 @@ void read_publisher_config(ConfigFile& file, PublisherConfig& out);
 void read_subscriber_config(ConfigFile& file, SubscriberConfig& out);
 // Reads an RdmaConfig table (the [rdma] keys) into `out`.
 void read_rdma_config(ConfigFile::Section section, RdmaConfig& out);
+
+// Line B of a failover subscriber (docs/failover.md): line A's SubscriberConfig with the fields
+// set here changed (an empty one, or port 0, keeps line A's).
+struct LineB {
+  std::string transport, channel, address, group, device;
+  std::uint16_t port = 0;
+  [[nodiscard]] bool given() const noexcept { return !channel.empty() || !address.empty() || !group.empty(); }
+  [[nodiscard]] SubscriberConfig apply(const SubscriberConfig& line_a) const;  // throws for a bad transport
+};
+// Reads [failover] (line_b_transport, line_b_channel, line_b_address, line_b_port, line_b_group,
+// line_b_device, window, hole_timeout_us, reattach_every_ms); validation waits for line A.
+void read_failover_config(ConfigFile& file, LineB& b, FailoverConfig& out);
 
 // One-call loaders: defaults, then the file; unknown keys in the sections they read are errors
 // (other sections are left to the programs that own them).

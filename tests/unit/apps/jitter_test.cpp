@@ -157,7 +157,7 @@ TEST_CASE("everyShippedConfigLoadsAsTheJitterReadsIt", "[jitter]") {
     SubscriberConfig sc;
     read_subscriber_config(f, sc);
     jitter::Options o;
-    jitter::read_options(f.section("jitter"), o);
+    jitter::read_config(f, o);
     f.check_all_read({"publisher", "replay", "record"});
     ++files;
   }

@@ -231,6 +231,64 @@ TEST_CASE("jitterPingPongReportsRttHalfWithEveryPingAnswered", "[e2e][pingpong]"
   }
 }
 
+// Two replays of one input on two channels, read as one stream over two lines: every tick
+// delivered once and in order, each line's share and lead reported, and both lines ending.
+TEST_CASE("jitterOverTwoLinesDeliversEveryTickOnceAndSaysWhichLineLed", "[e2e][failover]") {
+  const std::string replay = program("TICKRAIL_REPLAY", "apps/replay/tickrail-replay");
+  const std::string jitter = program("TICKRAIL_JITTER", "apps/jitter/tickrail-jitter");
+  const std::string base = (std::filesystem::temp_directory_path() /
+                            ("tickrail-failover-" + std::to_string(getpid())))
+                               .string();
+  const std::string a = "fo-a-" + std::to_string(getpid());
+  const std::string b = "fo-b-" + std::to_string(getpid());
+  constexpr std::uint64_t n = 100000;
+  const pid_t j = spawn({jitter, "--channel", a, "--line-b", b, "--attach-timeout-ms", "60000", "--quiet",
+                         "--json", base + ".json"},
+                        base + "-jitter.log");
+  pid_t r[2];
+  for (int i = 0; i < 2; ++i) {
+    r[i] = spawn({replay, "--channel", i == 0 ? a : b, "--max", "--count", std::to_string(n), "--quiet",
+                  "--wait-subscribers", "1", "--wait-timeout-ms", "60000"},
+                 base + "-replay" + std::to_string(i) + ".log");
+  }
+  const int ra = wait_bounded(r[0], std::chrono::seconds(120));
+  const int rb = wait_bounded(r[1], std::chrono::seconds(120));
+  const int jr = wait_bounded(j, std::chrono::seconds(60));
+  const std::string log = slurp(base + "-jitter.log");
+  INFO("jitter log:\n" << log << "\nreplay logs:\n" << slurp(base + "-replay0.log") << slurp(base + "-replay1.log"));
+  REQUIRE(ra == 0);
+  REQUIRE(rb == 0);
+  REQUIRE(jr == 0);
+  const nlohmann::json js = nlohmann::json::parse(slurp(base + ".json"));
+  CHECK(js["count"] == n);
+  CHECK(js["lost"] == 0);
+  CHECK(js["first_seq"] == 1);
+  CHECK(js["last_seq"] == n);
+  CHECK(js["ended"] == "publisher_gone");
+  const nlohmann::json& fo = js["failover"];
+  CHECK(fo["delivered"] == n);
+  CHECK(fo["gaps"] == 0);
+  CHECK(fo["skipped"] == 0);
+  std::uint64_t first = 0, timed = 0;
+  for (const auto& line : fo["lines"]) {
+    // Each line brought every tick: its own first copies and the other's duplicates.
+    CHECK(line["first"].get<std::uint64_t>() + line["duplicates"].get<std::uint64_t>() == n);
+    CHECK(line["downs"] == 1);  // its publisher closed at the end
+    first += line["first"].get<std::uint64_t>();
+    timed += line["lead_ns"]["count"].get<std::uint64_t>();
+  }
+  CHECK(first == n);
+  CHECK(timed > 0);
+  CHECK(timed <= n);
+  CHECK_THAT(log, Catch::Contains("line A shm '" + a + "'"));
+  CHECK_THAT(log, Catch::Contains("B led by"));
+  tickrail::test::require_json_documented(js, "### JSON of tickrail-jitter");
+  for (const char* suffix : {".json", "-jitter.log", "-replay0.log", "-replay1.log"}) {
+    std::error_code ec;
+    std::filesystem::remove(base + suffix, ec);
+  }
+}
+
 namespace {
 
 struct Census {

@@ -8,6 +8,7 @@
 
 #include "peer.hpp"
 #include "shm_test_util.hpp"
+#include "tickrail/clock.hpp"
 #include "tickrail/failover.hpp"
 
 using namespace tickrail;
@@ -135,4 +136,60 @@ TEST_CASE("two publisher processes, one killed with kill -9 mid-stream: nothing 
   CHECK(c.skipped == 0);
   CHECK(c.line[1].downs == 1);
   CHECK(c.line[0].downs == 0);
+}
+
+TEST_CASE("with measure_lead, each tick both lines brought is timed once, for the line that brought it first",
+          "[failover]") {
+  const auto a = unique_channel("fo-la");
+  const auto b = unique_channel("fo-lb");
+  Publisher pa(publisher(a));
+  Publisher pb(publisher(b));
+  FailoverConfig config = lines(a, b);
+  config.measure_lead = true;
+  FailoverSubscriber fs(config);
+  REQUIRE(wait_for_subscribers(pa, 1));
+  REQUIRE(wait_for_subscribers(pb, 1));
+  App app;
+  std::uint64_t led[2] = {0, 0};
+  std::uint64_t bad = 0;
+  auto lead = [&](int line, std::uint64_t cycles) {
+    ++led[line & 1];
+    if (cycles > Clock::instance().ns_to_cycles(60e9)) ++bad;  // a minute: not a difference of two stamps
+  };
+  // 1,000 ticks on `first`, all delivered, then the same 1,000 on the other line, all discarded.
+  auto round = [&](Publisher& first, Publisher& second, std::uint64_t from, int second_line) {
+    std::vector<Tick> batch;
+    for (std::uint64_t i = from; i < from + 1000; ++i) batch.push_back(payload(i));
+    REQUIRE(first.publish(batch).published == batch.size());
+    REQUIRE(eventually([&] { (void)fs.poll(app, lead); return app.got == from + 1000; }, 10s));
+    const std::uint64_t dup = fs.counters().line[second_line].duplicates;
+    REQUIRE(second.publish(batch).published == batch.size());
+    REQUIRE(eventually([&] { (void)fs.poll(app, lead); return fs.counters().line[second_line].duplicates == dup + 1000; },
+                       10s));
+  };
+  round(pb, pa, 0, 0);
+  CHECK(led[1] == 1000);
+  CHECK(led[0] == 0);
+  round(pa, pb, 1000, 1);
+  CHECK(led[0] == 1000);
+  CHECK(led[1] == 1000);
+  CHECK(bad == 0);
+  CHECK(app.ok);
+  // Without measure_lead nothing is timed.
+  FailoverSubscriber plain(lines(a, b));
+  (void)plain.poll(app, lead);
+  CHECK(led[0] + led[1] == 2000);
+}
+
+TEST_CASE("failover configs that cannot arbitrate are refused, naming why", "[failover]") {
+  FailoverConfig c = lines("fo-x", "fo-y");
+  c.line[1].start = StartMode::snapshot;
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("start snapshot and policy conflate"));
+  c = lines("fo-x", "fo-y");
+  c.line[0].policy = SlowConsumerPolicy::conflate;
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("start snapshot and policy conflate"));
+  c = lines("fo-x", "fo-x");
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("line B is line A"));
+  c.line[1].rdma.device = "rxe1";  // the same channel name on another device is another line
+  CHECK_NOTHROW(c.validate());
 }
