@@ -33,6 +33,8 @@
 #include <boost/lockfree/spsc_queue.hpp>
 
 #include "cli.hpp"
+#include "failover_bench.hpp"
+#include "rounds.hpp"
 #include "state_bench.hpp"
 #include <nlohmann/json.hpp>
 
@@ -72,25 +74,15 @@ struct Options {
   std::string stats = "on";  // on, off, both
   std::uint64_t slow_ns = 100;  // the slow receiver's work per tick
   bench::StateOptions state;
+  bool failover = false;  // --failover: one line against two (failover_bench.hpp) instead
 };
 
-// Two threads on two pinned cores: the caller runs `send`, a new thread runs `receive`.
 template <class Send, class Receive>
 void on_two_cores(const Options& o, Send&& send, Receive&& receive) {
-  std::atomic<bool> ready{false};
-  std::thread r([&] {
-    (void)pin_current_thread(o.receiver_cpu);
-    ready.store(true, std::memory_order_release);
-    receive();
-  });
-  while (!ready.load(std::memory_order_acquire)) cpu_relax();
-  send();
-  r.join();
+  bench::on_two_cores(o.receiver_cpu, send, receive);
 }
-
-void spin_until(std::uint64_t t) {
-  while (Clock::now() < t) cpu_relax();
-}
+using bench::median_of;
+using bench::spin_until;
 
 struct alignas(128) Line {
   std::atomic<std::uint64_t> v{0};
@@ -124,26 +116,6 @@ class InstructionCounter {
  private:
   int fd_ = -1;
 };
-
-// The median of samples that come in steps (a virtual TSC may advance 20 cycles at a time, 10 ns
-// here): the median step, interpolated within it by how many samples fall below and on it, as
-// for grouped data. The step's phase against the timed events is random, so this resolves
-// differences finer than a step, which a plain median would round to a whole step.
-double median_of(std::vector<std::uint64_t>& v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  const std::uint64_t m = v[n / 2];
-  const auto lo = static_cast<double>(std::lower_bound(v.begin(), v.end(), m) - v.begin());
-  const auto hi = static_cast<double>(std::upper_bound(v.begin(), v.end(), m) - v.begin());
-  std::uint64_t step = 0;  // the gap to the nearest other value, either side
-  if (lo > 0) step = m - v[static_cast<std::size_t>(lo) - 1];
-  if (hi < static_cast<double>(n)) {
-    const std::uint64_t up = v[static_cast<std::size_t>(hi)] - m;
-    if (step == 0 || up < step) step = up;
-  }
-  const auto w = static_cast<double>(step);
-  return static_cast<double>(m) - w / 2 + w * (static_cast<double>(n) / 2 - lo) / (hi - lo);
-}
 
 // ---- floor ---------------------------------------------------------------------------------
 double floor_round(const Options& o, Histogram& h) {
@@ -740,6 +712,24 @@ int snapshot_bench(const Options& o) {
   return emit(o, j);
 }
 
+// --failover: the rounds of one line against two, their report and JSON.
+int failover_bench(const Options& o) {
+  bench::FailoverBenchOptions f;
+  f.rounds = o.rounds;
+  f.samples = o.samples;
+  f.gap_ns = o.gap_ns;
+  f.receiver_cpu = o.receiver_cpu;
+  f.housekeeping_cpus = cpus_besides({o.sender_cpu, o.receiver_cpu});
+  std::printf("  %d rounds x %llu ticks (gap %llu ns): one line, and the same ticks on two lines read by a "
+              "FailoverSubscriber, alternating\n",
+              o.rounds, static_cast<unsigned long long>(o.samples), static_cast<unsigned long long>(o.gap_ns));
+  const bench::FailoverRun run = bench::measure_failover(f);
+  std::printf("%s", bench::failover_text(run).c_str());
+  nlohmann::json j;
+  j["failover"] = bench::failover_json(run);
+  return emit(o, j);
+}
+
 // Pins, prints the heading, runs the rounds (or the snapshots) and reports; the exit status.
 int run_bench(const Options& o) {
   const Clock& clk = Clock::instance();
@@ -752,6 +742,7 @@ int run_bench(const Options& o) {
               cpu_model().c_str(), o.sender_cpu, o.receiver_cpu, clk.describe().c_str());
   if (!pin.message.empty()) std::printf("  note: %s\n", pin.message.c_str());
   if (o.state.snapshot != 0) return snapshot_bench(o);
+  if (o.failover) return failover_bench(o);
   std::printf("  %d rounds x %llu latency samples (gap %llu ns) and %llu throughput ticks\n",
               o.rounds, static_cast<unsigned long long>(o.samples),
               static_cast<unsigned long long>(o.gap_ns),
@@ -796,6 +787,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"on", "off", "both"}))
       ->capture_default_str();
   bench::add_state_options(app, o.state);
+  app.add_flag("--failover", o.failover,
+               "instead of the rounds: one line against the same ticks on two lines read by a FailoverSubscriber");
   if (const auto status = command.parse(argc, argv)) return *status;
   if (const std::string why = bench::check_state_options(o.state); !why.empty()) {
     std::cerr << "tickrail-bench: error: " << why << "\n";

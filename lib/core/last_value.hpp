@@ -5,7 +5,8 @@
 // sequence number and doubles as a seqlock: the writer stores kEntryBusy, fences, writes the
 // other seven words, then stores the sequence with release; a reader that finds kEntryBusy, or a
 // different word after its copy than before, copied nothing it may use. 0 means never written.
-// The writer is the publishing thread, on the publish path: stores only, no allocation.
+// The writer is the publishing thread, on the publish path: stores only to the table (it never
+// reads it), no allocation.
 #pragma once
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <vector>
 
 #include "tickrail/config.hpp"
 #include "tickrail/counters.hpp"
@@ -52,7 +54,7 @@ struct TableGeometry {
 class LastValueWriter {
  public:
   LastValueWriter() noexcept = default;
-  LastValueWriter(Slot* entries, TableGeometry g) noexcept : entries_(entries), g_(g) {}
+  LastValueWriter(Slot* entries, TableGeometry g) : entries_(entries), g_(g), filled_((g.entries() + 63) / 64) {}
   [[nodiscard]] bool on() const noexcept { return entries_ != nullptr; }
   [[nodiscard]] TableGeometry geometry() const noexcept { return g_; }
 
@@ -69,9 +71,16 @@ class LastValueWriter {
         ++c.state_beyond;
         continue;
       }
-      Slot& e = entries_[std::size_t{t.instrument} * kStateClasses + static_cast<unsigned>(cls)];
-      if (ring_detail::load_relaxed(e.words[kSeqWord]) == 0) ++c.state_entries;
-      write(e, t, first + i, stamp != 0 ? stamp : t.send_ts);
+      const std::size_t k = std::size_t{t.instrument} * kStateClasses + static_cast<unsigned>(cls);
+      // A bit of our own says whether the entry was ever filled: reading the entry's word would
+      // be a cache miss that each update waits for, where its stores alone need not wait.
+      std::uint64_t& f = filled_[k >> 6];
+      const std::uint64_t bit = std::uint64_t{1} << (k & 63);
+      if ((f & bit) == 0) {
+        f |= bit;
+        ++c.state_entries;
+      }
+      write(entries_[k], t, first + i, stamp != 0 ? stamp : t.send_ts);
     }
   }
 
@@ -96,6 +105,7 @@ class LastValueWriter {
 
   Slot* entries_ = nullptr;
   TableGeometry g_;
+  std::vector<std::uint64_t> filled_;  // bit k: entry k has been written (24 KiB at 65,536 instruments)
 };
 
 enum class EntryRead : std::uint8_t { empty, ok, busy };

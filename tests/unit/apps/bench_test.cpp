@@ -212,3 +212,28 @@ TEST_CASE("tickrail-bench --snapshot: bad values exit 2, a small run reports its
   std::filesystem::remove(json_path);
   std::filesystem::remove(log);
 }
+
+TEST_CASE("tickrail-bench --failover: one line against two, every tick delivered once", "[bench][failover]") {
+  const std::string bench = build_program("apps/bench/tickrail-bench");
+  const std::string log = "bench-fo-test-" + std::to_string(getpid()) + ".log";
+  const std::string json_path = "bench-fo-test-" + std::to_string(getpid()) + ".json";
+  const auto [sender, receiver] = two_cpus();
+  const Finished ok = run_program({bench, "--failover", "--rounds", "2", "--samples", "1000", "--sender-cpu",
+                                   std::to_string(sender), "--receiver-cpu", std::to_string(receiver), "--json",
+                                   json_path},
+                                  log);
+  INFO(ok.output);
+  REQUIRE(ok.status == 0);
+  CHECK_THAT(ok.output, Catch::Contains("two lines / one line, p50: median of per-round ratios"));
+  const nlohmann::json j = nlohmann::json::parse(slurp(json_path));
+  const nlohmann::json& f = j["failover"];
+  CHECK(f["rounds"].size() == 2);
+  CHECK(f["first"][0].get<std::uint64_t>() + f["first"][1].get<std::uint64_t>() == 2000);
+  CHECK(f["duplicates"][0].get<std::uint64_t>() + f["duplicates"][1].get<std::uint64_t>() == 2000);
+  CHECK(f["gaps"] == 0);
+  CHECK(f["skipped"] == 0);
+  CHECK(f["two_lines"]["count"] == 2000);
+  CHECK(f["one_line"]["count"] == 2000);
+  std::filesystem::remove(json_path);
+  std::filesystem::remove(log);
+}

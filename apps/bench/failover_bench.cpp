@@ -1,0 +1,171 @@
+#include "failover_bench.hpp"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+
+#include <unistd.h>
+
+#include "rounds.hpp"
+#include "text.hpp"
+#include "tickrail/tools/report.hpp"
+#include "tickrail/error.hpp"
+#include "tickrail/failover.hpp"
+#include "tickrail/publisher.hpp"
+
+namespace tickrail::bench {
+
+namespace {
+
+using cli::fmt;
+
+PublisherConfig line_publisher(const FailoverBenchOptions& o, const std::string& channel) {
+  PublisherConfig c;
+  c.channel = channel;
+  c.max_subscribers = 1;
+  c.ring_capacity = 4096;
+  c.housekeeping_cpus = o.housekeeping_cpus;
+  return c;
+}
+
+SubscriberConfig line_subscriber(const FailoverBenchOptions& o, const std::string& channel) {
+  SubscriberConfig c;
+  c.channel = channel;
+  c.attach_timeout = std::chrono::seconds(5);
+  c.housekeeping_cpus = o.housekeeping_cpus;
+  return c;
+}
+
+void publish_spinning(Publisher& p, const Tick& t) {
+  while (p.publish(t).status == PublishStatus::back_pressured) cpu_relax();
+}
+
+// One round of one contender: `samples` ticks `gap_ns` apart, sent by `send(i)`, received by
+// `poll(record)`; the median one-way latency, ns.
+template <class Send, class Poll>
+double latency_round(const FailoverBenchOptions& o, Histogram& h, Send&& send, Poll&& poll) {
+  const Clock& clk = Clock::instance();
+  const std::uint64_t gap = clk.ns_to_cycles(static_cast<double>(o.gap_ns));
+  std::vector<std::uint64_t> lat;
+  lat.reserve(o.samples);
+  auto record = [&](const Tick& t) {
+    const auto ns = static_cast<std::uint64_t>(clk.to_ns(Clock::now() - t.send_ts));
+    h.record(ns);
+    lat.push_back(ns);
+  };
+  on_two_cores(
+      o.receiver_cpu,
+      [&] {
+        std::uint64_t next = Clock::now() + gap;
+        for (std::uint64_t i = 1; i <= o.samples; ++i) {
+          spin_until(next);
+          next += gap;
+          send(i);
+        }
+      },
+      [&] {
+        while (lat.size() < o.samples) {
+          if (poll(record) == 0) cpu_relax();
+        }
+      });
+  return median_of(lat);
+}
+
+}  // namespace
+
+FailoverRun measure_failover(const FailoverBenchOptions& o) {
+  const std::string base = "bench-fo-" + std::to_string(::getpid());
+  Publisher one(line_publisher(o, base + "-one"));
+  Subscriber one_sub(line_subscriber(o, base + "-one"));
+  Publisher a(line_publisher(o, base + "-a"));
+  Publisher b(line_publisher(o, base + "-b"));
+  FailoverConfig fc;
+  fc.line[0] = line_subscriber(o, base + "-a");
+  fc.line[1] = line_subscriber(o, base + "-b");
+  FailoverSubscriber two(fc);
+  for (Publisher* p : {&one, &a, &b}) {
+    if (p->wait_subscribers(1, std::chrono::seconds(5)) != 1) {
+      throw Error(Errc::timed_out, "a benchmark subscriber never attached");
+    }
+  }
+  if (!one_sub.wait_active(std::chrono::seconds(5))) throw Error(Errc::timed_out, "the one-line subscriber never became active");
+
+  FailoverRun run;
+  const Tick blank{};
+  auto send_one = [&](std::uint64_t) { publish_spinning(one, blank); };
+  auto poll_one = [&](auto& record) { return one_sub.poll(record); };
+  auto send_two = [&](std::uint64_t i) {
+    Publisher& first = (i & 1) == 0 ? a : b;
+    Publisher& second = (i & 1) == 0 ? b : a;
+    publish_spinning(first, blank);
+    publish_spinning(second, blank);
+  };
+  auto poll_two = [&](auto& record) { return two.poll(record); };
+  for (int r = 0; r < o.rounds; ++r) {
+    FailoverRound round;
+    if ((r & 1) == 0) {
+      round.one_p50 = latency_round(o, run.one, send_one, poll_one);
+      round.two_p50 = latency_round(o, run.two, send_two, poll_two);
+    } else {
+      round.two_p50 = latency_round(o, run.two, send_two, poll_two);
+      round.one_p50 = latency_round(o, run.one, send_one, poll_one);
+    }
+    run.rounds.push_back(round);
+    std::printf("  round %2d: one line p50 %7.1f ns, two lines %7.1f ns, ratio %.3f\n", r + 1, round.one_p50,
+                round.two_p50, round.two_p50 / round.one_p50);
+  }
+  // The last copies of the last round's ticks are discarded once they arrive.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (std::chrono::steady_clock::now() < deadline &&
+         two.counters().line[0].duplicates + two.counters().line[1].duplicates < two.counters().delivered) {
+    (void)two.poll([](const Tick&) {});
+  }
+  const FailoverCounters c = two.counters();
+  for (int i = 0; i < 2; ++i) {
+    run.first[i] = c.line[i].first;
+    run.duplicates[i] = c.line[i].duplicates;
+  }
+  run.gaps = c.gaps;
+  run.skipped = c.skipped;
+  return run;
+}
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+std::string failover_text(const FailoverRun& run) {
+  std::vector<double> ratio;
+  for (const FailoverRound& r : run.rounds) ratio.push_back(r.two_p50 / r.one_p50);
+  const auto [lo, hi] = std::minmax_element(ratio.begin(), ratio.end());
+  const std::uint64_t delivered = run.first[0] + run.first[1];
+  std::string t = fmt("  two lines / one line, p50: median of per-round ratios %.3f (%.3f..%.3f)\n", median(ratio),
+                      ratio.empty() ? 0.0 : *lo, ratio.empty() ? 0.0 : *hi);
+  for (int i = 0; i < 2; ++i) {
+    t += fmt("  line %c first: %" PRIu64 " (%.1f %%), duplicates %" PRIu64 "\n", i == 0 ? 'A' : 'B', run.first[i],
+             delivered != 0 ? 100.0 * static_cast<double>(run.first[i]) / static_cast<double>(delivered) : 0.0,
+             run.duplicates[i]);
+  }
+  t += fmt("  lost on both lines %" PRIu64 ", given up %" PRIu64 "\n", run.gaps, run.skipped);
+  const TableRow rows[] = {{"one line", summarize(run.one)}, {"two lines", summarize(run.two)}};
+  return t + format_table(rows);
+}
+
+nlohmann::json failover_json(const FailoverRun& run) {
+  nlohmann::json rounds = nlohmann::json::array();
+  for (const FailoverRound& r : run.rounds) rounds.push_back({{"one_p50_ns", r.one_p50}, {"two_p50_ns", r.two_p50}});
+  return {{"rounds", std::move(rounds)},
+          {"one_line", to_json(summarize(run.one))},
+          {"two_lines", to_json(summarize(run.two))},
+          {"first", {run.first[0], run.first[1]}},
+          {"duplicates", {run.duplicates[0], run.duplicates[1]}},
+          {"gaps", run.gaps},
+          {"skipped", run.skipped}};
+}
+
+}  // namespace tickrail::bench
