@@ -25,6 +25,7 @@ PublisherConfig line_publisher(const FailoverBenchOptions& o, const std::string&
   c.max_subscribers = 1;
   c.ring_capacity = 4096;
   c.housekeeping_cpus = o.housekeeping_cpus;
+  c.stamp_send_time = false;  // the sender stamps each tick once, before its first copy goes out
   return c;
 }
 
@@ -91,14 +92,19 @@ FailoverRun measure_failover(const FailoverBenchOptions& o) {
   if (!one_sub.wait_active(std::chrono::seconds(5))) throw Error(Errc::timed_out, "the one-line subscriber never became active");
 
   FailoverRun run;
-  const Tick blank{};
-  auto send_one = [&](std::uint64_t) { publish_spinning(one, blank); };
+  Tick tick{};
+  auto send_one = [&](std::uint64_t) {
+    tick.send_ts = Clock::now();
+    publish_spinning(one, tick);
+  };
   auto poll_one = [&](auto& record) { return one_sub.poll(record); };
+  // Both copies carry one stamp: whichever wins, its latency counts from the same instant.
   auto send_two = [&](std::uint64_t i) {
     Publisher& first = (i & 1) == 0 ? a : b;
     Publisher& second = (i & 1) == 0 ? b : a;
-    publish_spinning(first, blank);
-    publish_spinning(second, blank);
+    tick.send_ts = Clock::now();
+    publish_spinning(first, tick);
+    publish_spinning(second, tick);
   };
   auto poll_two = [&](auto& record) { return two.poll(record); };
   for (int r = 0; r < o.rounds; ++r) {

@@ -1,7 +1,8 @@
 // tickrail-bench --failover (issue 15, docs/failover.md): what arbitrating two lines costs per
 // tick over shared memory. In each round, one line (Publisher -> Subscriber) and two lines (the
 // same ticks published on two channels -> FailoverSubscriber) take turns, first one then the
-// other, alternating, and each is timed one way from the delivered copy's send stamp.
+// other, alternating, and each is timed one way from the tick's send stamp (one per tick, taken
+// before its first copy is published).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -790,6 +790,10 @@ int main(int argc, char** argv) {
   app.add_flag("--failover", o.failover,
                "instead of the rounds: one line against the same ticks on two lines read by a FailoverSubscriber");
   if (const auto status = command.parse(argc, argv)) return *status;
+  if (o.failover && (o.state.snapshot != 0 || o.state.state != "off" || o.stats != "on")) {
+    std::cerr << "tickrail-bench: error: --failover runs alone: without --snapshot, --state or --stats\n";
+    return cli::kExitUsage;
+  }
   if (const std::string why = bench::check_state_options(o.state); !why.empty()) {
     std::cerr << "tickrail-bench: error: " << why << "\n";
     return cli::kExitUsage;

@@ -2,6 +2,7 @@
 // delivered tick measured as on one line, and for the ticks both lines brought, which line
 // brought its copy first and by how long.
 #include <cinttypes>
+#include <optional>
 
 #include "cli.hpp"
 #include "jitter.hpp"
@@ -15,18 +16,26 @@ using cli::fmt;
 
 std::string describe_line(const SubscriberConfig& c) {
   std::string s = std::string(to_string(c.transport)) + " '" + c.channel + "'";
-  if (c.transport != TransportKind::shm && !c.rdma.address.empty()) s += " at " + c.rdma.address;
+  if (c.transport != TransportKind::shm && !c.rdma.address.empty()) {
+    s += " at " + c.rdma.address + ":" + std::to_string(c.rdma.port);
+  }
   if (c.transport == TransportKind::ud && !c.rdma.groups.empty()) s += " group " + c.rdma.groups.front();
+  if (c.transport != TransportKind::shm && !c.rdma.device.empty()) s += " on " + c.rdma.device;
   return s;
 }
 
 }  // namespace
 
-void measure_failover(const SubscriberConfig& sc, const Options& o, Recorder& rec, RunInfo& info) {
-  const Clock& clock = Clock::instance();
+FailoverConfig failover_config(const Options& o, const SubscriberConfig& sc) {
   FailoverConfig fc = o.failover;
   fc.line[0] = sc;
   fc.line[1] = o.line_b.apply(sc);
+  return fc;
+}
+
+void measure_failover(const SubscriberConfig& sc, const Options& o, Recorder& rec, RunInfo& info) {
+  const Clock& clock = Clock::instance();
+  FailoverConfig fc = failover_config(o, sc);
   fc.measure_lead = true;
   for (int i = 0; i < 2; ++i) info.line_name[i] = describe_line(fc.line[i]);
   FailoverSubscriber sub(fc);  // waits up to attach_timeout for either line
@@ -42,7 +51,15 @@ void measure_failover(const SubscriberConfig& sc, const Options& o, Recorder& re
                                 : ~std::uint64_t{0};
   LiveWindows windows(start, clock.ns_to_cycles(1e9));
   const std::uint64_t limit = o.count == 0 ? ~std::uint64_t{0} : o.count;
-  auto handler = [&rec](const Tick& t) { rec.on_tick(t, Clock::now()); };
+  std::optional<MarketView> view;
+  if (!o.state_out.empty()) view.emplace(o.state_capacity);
+  // A poll may bring more than asked (a tick that fills a hole releases those behind it): what
+  // is beyond --count is not recorded.
+  auto handler = [&rec, &view, limit](const Tick& t) {
+    if (rec.received() >= limit) return;
+    rec.on_tick(t, Clock::now());
+    if (view) view->apply(t);
+  };
   auto lead = [&rec, &info](int line, std::uint64_t cycles) { info.lead[line & 1].record(rec.to_ns(cycles)); };
   auto lost = [&sub] {
     const FailoverCounters c = sub.counters();
@@ -78,6 +95,7 @@ void measure_failover(const SubscriberConfig& sc, const Options& o, Recorder& re
   info.lines = sub.counters();
   info.counters.lost = info.lines.gaps + info.lines.skipped;
   info.position = sub.next_sequence();
+  if (view) write_state(*view, info, o.state_out);
 }
 
 std::string format_lines(const RunInfo& info) {
@@ -94,13 +112,14 @@ std::string format_lines(const RunInfo& info) {
   }
   const TableRow rows[] = {{"A led by", summarize(info.lead[0])}, {"B led by", summarize(info.lead[1])}};
   t += format_table(rows);
-  const std::uint64_t pairs = c.line[0].duplicates + c.line[1].duplicates;
+  const std::uint64_t copies = c.line[0].duplicates + c.line[1].duplicates;
   const std::uint64_t timed = info.lead[0].count() + info.lead[1].count();
   t += "  led by: for each tick both lines brought, how long before the other line's copy the first\n"
        "  arrived, as this thread's polls saw them (line A is polled first in each turn)";
-  if (pairs > timed) {
-    t += fmt(";\n  %" PRIu64 " of the %" PRIu64 " second copies came more than the window's %u ticks after the first, untimed",
-             pairs - timed, pairs, info.window);
+  if (copies > timed) {
+    t += fmt(";\n  %" PRIu64 " of the %" PRIu64 " copies discarded are not timed: they came %u or more ticks after\n"
+             "  the first (the window), were of ticks given up, or were resent by a line that came back",
+             copies - timed, copies, info.window);
   }
   t += ".\n";
   return t;

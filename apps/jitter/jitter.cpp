@@ -58,9 +58,11 @@ void read_options(ConfigFile::Section s, Options& o) {
   s.validated([&] { validate(o); });
 }
 
-void read_config(ConfigFile& f, Options& o) {
+void read_file(ConfigFile& f, SubscriberConfig& sc, Options& o) {
+  read_subscriber_config(f, sc);
   read_options(f.section("jitter"), o);
   read_failover_config(f, o.line_b, o.failover);
+  f.check_all_read({"publisher", "replay", "record"});
 }
 
 void validate(const Options& o) {
@@ -149,7 +151,7 @@ std::string format_report(const Recorder& r, const RunInfo& info) {
     if (lost.before_first != 0) t += fmt(", %" PRIu64 " before the first", lost.before_first);
     if (lost.after_last != 0) t += fmt(", %" PRIu64 " after the last", lost.after_last);
     t += ")";
-    if (!rtt) t += fmt("; ring laps %" PRIu64 " (%" PRIu64 " skips)", c.laps, c.skips);
+    if (!rtt && !info.failover) t += fmt("; ring laps %" PRIu64 " (%" PRIu64 " skips)", c.laps, c.skips);
     if (c.gaps + c.recovered + c.foreign + c.malformed + c.completion_errors != 0) {
       t += fmt("; transport: %" PRIu64 " gaps, %" PRIu64 " recovered, %" PRIu64 " foreign, %" PRIu64
                " malformed, %" PRIu64 " completion errors",
@@ -324,13 +326,15 @@ void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec
   info.position = sub.next_sequence();
   if (info.snapshot && rec.snapshot_end() > start) info.snapshot_us = clock.to_ns(rec.snapshot_end() - start) * 1e-3;
   sub.close();
-  if (view) {
-    if (view->beyond() != 0) {
-      info.warnings.push_back(std::to_string(view->beyond()) + " ticks of instruments beyond --state-capacity " +
-                              std::to_string(view->capacity()) + " are not in the view");
-    }
-    write_text_file(o.state_out, state_json(*view, info.position).dump(1) + "\n");
+  if (view) write_state(*view, info, o.state_out);
+}
+
+void write_state(const MarketView& view, RunInfo& info, const std::string& path) {
+  if (view.beyond() != 0) {
+    info.warnings.push_back(std::to_string(view.beyond()) + " ticks of instruments beyond --state-capacity " +
+                            std::to_string(view.capacity()) + " are not in the view");
   }
+  write_text_file(path, state_json(view, info.position).dump(1) + "\n");
 }
 
 nlohmann::json state_json(const MarketView& v, std::uint64_t position) {

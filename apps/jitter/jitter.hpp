@@ -53,9 +53,9 @@ struct Options {
 
 // Reads the [jitter] section (keys: the fields above).
 void read_options(ConfigFile::Section s, Options& o);
-// Reads what tickrail-jitter reads of a config file besides the subscriber's: [jitter] and
-// [failover].
-void read_config(ConfigFile& f, Options& o);
+// A config file as tickrail-jitter reads it: the subscriber's sections, [jitter] and
+// [failover]; a key or table no program reads is an error.
+void read_file(ConfigFile& f, SubscriberConfig& sc, Options& o);
 void validate(const Options& o);
 
 // The figures one second of the run shows.
@@ -232,12 +232,18 @@ struct Loss {
 // send stamp, one clock, until the run ends; info says how.
 void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec, RunInfo& info);
 
+// The two lines of a failover run: line A is `sc`, line B `sc` changed by o.line_b (throws
+// Error(config_error) for a line B option its transport does not use).
+[[nodiscard]] FailoverConfig failover_config(const Options& o, const SubscriberConfig& sc);
 // One-way over two lines (o.line_b): the same, through a FailoverSubscriber (failover.cpp).
 void measure_failover(const SubscriberConfig& sc, const Options& o, Recorder& rec, RunInfo& info);
 
 // The failover lines' part of the report: a line per line, and the lead table.
 [[nodiscard]] std::string format_lines(const RunInfo& info);
 [[nodiscard]] nlohmann::json lines_json(const RunInfo& info);
+
+// --state-out: the view's JSON into `path`, and a warning in `info` for ticks beyond its capacity.
+void write_state(const MarketView& view, RunInfo& info, const std::string& path);
 
 // The view's JSON (--state-out): per instrument with any, its latest quote, trade and status
 // with their sequence numbers; two subscribers' views compare with diff.

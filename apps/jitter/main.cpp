@@ -39,7 +39,7 @@ void declare(cli::Cli& cli, jitter::Options& o, SubscriberConfig& sc) {
              [&](const std::string& v) { o.count = cli::parse_unsigned(v, "--count"); });
   cli.option("--line-b", "hot failover: line B's channel, carrying the same stream as --channel's; the run reads both and reports each line's share and lead (docs/failover.md)",
              [&](const std::string& v) { o.line_b.channel = v; });
-  cli.option("--line-b-transport", "line B's transport (default: line A's)", [&](const std::string& v) { o.line_b.transport = v; });
+  cli.option("--line-b-transport", "line B's transport (default: line A's)", [&](const std::string& v) { o.line_b.transport = parse_transport(v, "--line-b-transport"); });
   cli.option("--line-b-address", "rc/ud: line B's publisher address (default: line A's)",
              [&](const std::string& v) { o.line_b.address = v; });
   cli.option("--line-b-port", "rc/ud: line B's rdma_cm port (default: line A's)", [&](const std::string& v) {
@@ -83,9 +83,7 @@ int main(int argc, char** argv) {
   return cli.run([&] {
     cli.resolve([&](const std::string& path) {
       ConfigFile f(path);
-      read_subscriber_config(f, sc);
-      jitter::read_config(f, o);
-      f.check_all_read({"publisher", "replay", "record"});
+      jitter::read_file(f, sc, o);
     });
     if (o.mode == jitter::Mode::pingpong && o.count == 0 && o.duration.count() == 0) o.count = 100'000;
     sc.validate();
@@ -95,10 +93,7 @@ int main(int argc, char** argv) {
     }
     if (o.line_b.given()) {
       if (o.mode != jitter::Mode::one_way) cli::bad_value("--line-b", "needs --mode one-way");
-      FailoverConfig fc = o.failover;
-      fc.line[0] = sc;
-      fc.line[1] = o.line_b.apply(sc);
-      fc.validate();
+      jitter::failover_config(o, sc).validate();
     }
     cli.check_outputs({{"--json", &o.json}, {"--hgrm", &o.hgrm}, {"--svg", &o.svg}, {"--state-out", &o.state_out}});
     return jitter::run(o, sc);

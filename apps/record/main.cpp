@@ -141,9 +141,7 @@ int main(int argc, char** argv) {
   return cli.run([&] {
     cli.resolve([&](const std::string& path) {
       ConfigFile f(path);
-      read_subscriber_config(f, sc);
-      recorder_app::read_options(f.section("record"), o);
-      f.check_all_read({"publisher", "replay", "jitter", "failover"});
+      recorder_app::read_file(f, sc, o);
     });
     recorder_app::validate(o);
     if (o.file.empty()) cli::bad_value("FILE", "no recording named (the FILE argument, or [record] output)");

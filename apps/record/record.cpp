@@ -34,6 +34,12 @@ void read_options(ConfigFile::Section s, Options& o) {
   s.validated([&] { validate(o); });
 }
 
+void read_file(ConfigFile& f, SubscriberConfig& sc, Options& o) {
+  read_subscriber_config(f, sc);
+  read_options(f.section("record"), o);
+  f.check_all_read({"publisher", "replay", "jitter", "failover"});
+}
+
 void validate(const Options& o) {
   record::RecorderConfig rc = o.rec;
   if (rc.path.empty()) rc.path = "-";  // the output is checked on its own below

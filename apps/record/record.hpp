@@ -35,6 +35,9 @@ struct Options {
 
 // Reads the [record] section (keys: docs/recording.md, configs/record.toml).
 void read_options(ConfigFile::Section s, Options& o);
+// A config file as tickrail-record reads it: the subscriber's sections and [record]; a key or
+// table no program reads is an error.
+void read_file(ConfigFile& f, SubscriberConfig& sc, Options& o);
 void validate(const Options& o);  // throws Error(config_error) naming the key
 
 // What --info prints, and its JSON.

@@ -202,9 +202,7 @@ int main(int argc, char** argv) {
   return cli.run([&] {
     cli.resolve([&](const std::string& path) {
       ConfigFile f(path);
-      read_publisher_config(f, pc);
-      replay::read_options(f.section("replay"), o);
-      f.check_all_read({"subscriber", "jitter", "record", "failover"});
+      replay::read_file(f, pc, o);
     });
     pc.validate();
     replay::validate(o);

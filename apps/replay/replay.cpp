@@ -175,6 +175,12 @@ void read_options(ConfigFile::Section s, Options& o) {
   s.validated([&] { validate(o); });
 }
 
+void read_file(ConfigFile& f, PublisherConfig& pc, Options& o) {
+  read_publisher_config(f, pc);
+  read_options(f.section("replay"), o);
+  f.check_all_read({"subscriber", "jitter", "record", "failover"});
+}
+
 void validate(const Options& o) {
   if (!(o.speed > 0) || !std::isfinite(o.speed)) cli::bad_value("speed", "must be a positive number");
   if (!(o.rate > 0) || !std::isfinite(o.rate)) cli::bad_value("rate", "must be a positive number");

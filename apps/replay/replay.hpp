@@ -116,6 +116,9 @@ struct Options {
 
 // Reads the [replay] section (keys: the fields above; synthetic_* for the generator).
 void read_options(ConfigFile::Section s, Options& o);
+// A config file as tickrail-replay reads it: the publisher's sections and [replay]; a key or
+// table no program reads is an error.
+void read_file(ConfigFile& f, PublisherConfig& pc, Options& o);
 void validate(const Options& o);  // throws Error(config_error) naming the key
 
 // The source of ticks for `o`: the file, or the synthetic generator.

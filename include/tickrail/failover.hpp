@@ -15,6 +15,7 @@
 #pragma once
 
 #include <chrono>
+#include <concepts>
 #include <cstdint>
 #include <memory>
 
@@ -45,10 +46,11 @@ struct FailoverConfig {
   std::uint32_t window = 4096;                   // ticks held beyond a hole: a power of two, 2..1048576
   std::chrono::microseconds hole_timeout{1000};  // how long a hole waits for the line behind
   std::chrono::milliseconds reattach_every{100};  // how often a line down is attached again
-  // Time each tick's second copy for poll(handler, lead): one clock read per tick, and a stamp
-  // per window slot.
+  // Time each tick's second copy for poll(handler, lead): one clock read per copy received, and
+  // a stamp per window slot.
   bool measure_lead = false;
-  void validate() const;  // throws Error(config_error) naming the key
+  void validate() const;           // throws Error(config_error) naming the line or the key
+  void validate_settings() const;  // window, hole_timeout, reattach_every alone
 };
 
 struct FailoverLineCounters {
@@ -86,6 +88,7 @@ class TICKRAIL_API FailoverSubscriber {
   // other copy came within the window: `line` brought it first, `cycles` (Clock) before the
   // other line, as this thread's polls saw them (both lines are polled in turn, A first).
   template <class Handler, class Lead>
+    requires std::invocable<Lead&, int, std::uint64_t>
   std::size_t poll(Handler&& handler, Lead&& lead, std::size_t limit = 256) noexcept {
     const detail::LeadSink sink(lead);
     return poll_sink(detail::TickSink(handler), &sink, limit);

@@ -348,8 +348,16 @@ void read_subscriber_config(ConfigFile& file, SubscriberConfig& out) {
 
 SubscriberConfig LineB::apply(const SubscriberConfig& line_a) const {
   SubscriberConfig b = line_a;
-  if (!transport.empty()) b.transport = parse_transport(transport, "line B's transport");
+  if (transport) b.transport = *transport;
   if (!channel.empty()) b.channel = channel;
+  const auto refuse = [&](const char* what) {
+    throw Error(Errc::config_error, std::string("failover line B: ") + what + " does not apply to line B's transport " +
+                                        to_string(b.transport));
+  };
+  if (b.transport == TransportKind::shm && (!address.empty() || port != 0 || !device.empty())) {
+    refuse("an address, port or device");
+  }
+  if (b.transport != TransportKind::ud && !group.empty()) refuse("a multicast group");
   if (!address.empty()) b.rdma.address = address;
   if (port != 0) b.rdma.port = port;
   if (!group.empty()) b.rdma.groups = {group};
@@ -359,7 +367,12 @@ SubscriberConfig LineB::apply(const SubscriberConfig& line_a) const {
 
 void read_failover_config(ConfigFile& file, LineB& b, FailoverConfig& out) {
   ConfigFile::Section s = file.section("failover");
-  s.get("line_b_transport", b.transport);
+  // "": line A's transport.
+  s.get_enum("line_b_transport", b.transport,
+             [](std::string_view v, const std::string& key) -> std::optional<TransportKind> {
+               if (v.empty()) return std::nullopt;
+               return parse_transport(v, key);
+             });
   s.get("line_b_channel", b.channel);
   s.get("line_b_address", b.address);
   s.get("line_b_port", b.port);
@@ -368,6 +381,7 @@ void read_failover_config(ConfigFile& file, LineB& b, FailoverConfig& out) {
   s.get("window", out.window);
   s.get("hole_timeout_us", out.hole_timeout);
   s.get("reattach_every_ms", out.reattach_every);
+  s.validated([&] { out.validate_settings(); });
 }
 
 PublisherConfig load_publisher_config(const std::string& path) {

@@ -14,21 +14,25 @@
 
 namespace tickrail {
 
-void FailoverConfig::validate() const {
-  for (const SubscriberConfig& l : line) {
-    l.validate();
-    // Table ticks carry their entries' sequences, not the stream's: they cannot be arbitrated.
-    if (l.start == StartMode::snapshot || l.policy == SlowConsumerPolicy::conflate) {
-      throw Error(Errc::config_error, "failover line '" + l.channel +
-                                          "': start snapshot and policy conflate do not apply to failover lines");
-    }
+namespace {
+
+// Do two line configs name one source? What tells sources apart depends on the transport: a
+// shm channel lives in its shm_dir; an RC publisher is an address and port; a UD line is its
+// groups on a device (two NICs on one group are two lines).
+bool same_source(const SubscriberConfig& a, const SubscriberConfig& b) {
+  if (a.transport != b.transport || a.channel != b.channel) return false;
+  switch (a.transport) {
+    case TransportKind::shm: return a.shm_dir == b.shm_dir;
+    case TransportKind::rc:
+      return a.rdma.address == b.rdma.address && a.rdma.port == b.rdma.port && a.rdma.device == b.rdma.device;
+    case TransportKind::ud: return a.rdma.groups == b.rdma.groups && a.rdma.device == b.rdma.device;
   }
-  if (line[0].transport == line[1].transport && line[0].channel == line[1].channel &&
-      line[0].rdma.address == line[1].rdma.address && line[0].rdma.port == line[1].rdma.port &&
-      line[0].rdma.groups == line[1].rdma.groups && line[0].rdma.device == line[1].rdma.device) {
-    throw Error(Errc::config_error, "failover lines: line B is line A ('" + line[0].channel +
-                                        "'): give line B another channel, address or group");
-  }
+  return false;
+}
+
+}  // namespace
+
+void FailoverConfig::validate_settings() const {
   if (window < 2 || window > (1u << 20) || (window & (window - 1)) != 0) {
     throw Error(Errc::config_error, "failover window: " + std::to_string(window) +
                                         " is not a power of two in 2..1048576");
@@ -41,6 +45,26 @@ void FailoverConfig::validate() const {
     throw Error(Errc::config_error, "failover reattach_every: " + std::to_string(reattach_every.count()) +
                                         " ms is outside 1 ms..1 min");
   }
+}
+
+void FailoverConfig::validate() const {
+  for (int i = 0; i < 2; ++i) {
+    const std::string name = std::string("failover line ") + (i == 0 ? "A" : "B") + " ('" + line[i].channel + "')";
+    try {
+      line[i].validate();
+    } catch (const Error& e) {
+      throw Error(e.code(), name + ": " + e.what());
+    }
+    // Table ticks carry their entries' sequences, not the stream's: they cannot be arbitrated.
+    if (line[i].start == StartMode::snapshot || line[i].policy == SlowConsumerPolicy::conflate) {
+      throw Error(Errc::config_error, name + ": start snapshot and policy conflate do not apply to failover lines");
+    }
+  }
+  if (same_source(line[0], line[1])) {
+    throw Error(Errc::config_error, "failover lines: line B is line A ('" + line[0].channel +
+                                        "'): give line B another channel, address or group");
+  }
+  validate_settings();
 }
 
 namespace {
@@ -61,6 +85,7 @@ struct FailoverSubscriber::Impl {
     std::uint32_t idle = 0;  // empty polls since its state was last looked at
     std::uint64_t downs = 0;
     std::uint64_t down_since = 0;   // Clock cycles, while down
+    std::uint64_t up_since = 0;     // Clock cycles, since it was attached again (0: from the start)
     std::uint64_t down_cycles = 0;  // before down_since
     std::atomic<Subscriber*> fresh{nullptr};
     std::atomic<Subscriber*> retired{nullptr};
@@ -84,7 +109,7 @@ struct FailoverSubscriber::Impl {
   void went_down(int i, Deliver& deliver) noexcept;
   template <class Deliver>
   void watch_hole(Deliver& deliver) noexcept;
-  void time_copy(int i, std::uint64_t seq, bool first, const detail::LeadSink& lead) noexcept;
+  void time_copy(int i, std::uint64_t seq, bool first, std::uint64_t now, const detail::LeadSink& lead) noexcept;
 
   FailoverConfig config;
   detail::LineArbiter arb;
@@ -155,7 +180,8 @@ void FailoverSubscriber::Impl::adopt(int i, Deliver& deliver) noexcept {
   l.sub.reset(l.fresh.exchange(nullptr, std::memory_order_acquire));
   l.up = true;
   l.idle = 0;
-  l.down_cycles += Clock::now() - l.down_since;
+  l.up_since = Clock::now();
+  l.down_cycles += l.up_since - l.down_since;
   arb.line_up(i);
 }
 
@@ -170,14 +196,14 @@ void FailoverSubscriber::Impl::went_down(int i, Deliver& deliver) noexcept {
 }
 
 // The first copy of `seq` is stamped; the other line's copy, while its stamp is still in the
-// window, is timed against it, once.
-void FailoverSubscriber::Impl::time_copy(int i, std::uint64_t seq, bool first,
+// window, is timed against it, once. A line attached again after the stamp brings a resent copy,
+// not a race: it is not timed.
+void FailoverSubscriber::Impl::time_copy(int i, std::uint64_t seq, bool first, std::uint64_t now,
                                          const detail::LeadSink& lead) noexcept {
   Stamp& s = stamps[seq & (stamps.size() - 1)];
-  const std::uint64_t now = Clock::now();
   if (first) {
     s = {seq, now, i};
-  } else if (s.seq == seq && s.line != i && seq != 0) {
+  } else if (s.seq == seq && s.line != i && seq != 0 && lines[i].up_since <= s.at) {
     lead(s.line, now - s.at);
     s.seq = 0;
   }
@@ -235,8 +261,14 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::L
     if (!l.up) m.adopt(i, deliver);
     if (l.sub == nullptr) continue;
     auto offer = [&](const Tick& t) {
+      if (lead == nullptr || m.stamps.empty()) {
+        (void)m.arb.offer(i, t, deliver);
+        return;
+      }
+      // Read before offer(), which may run the app's handler: the copy's arrival, not after it.
+      const std::uint64_t now = Clock::now();
       const bool first = m.arb.offer(i, t, deliver);
-      if (lead != nullptr && !m.stamps.empty()) m.time_copy(i, t.seq, first, *lead);
+      m.time_copy(i, t.seq, first, now, *lead);
     };
     const std::size_t got = l.sub->poll(offer, limit);
     // Its state (a clock read) on every 64th empty poll: an ended line has been drained by then.

@@ -150,8 +150,17 @@ def main():
                                 "-q", "--wait-subscribers", "1", "--wait-timeout-ms", "30000"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + WAIT_S
-        enough = 300_000 if rdma else 1_000_000  # several blocks (a partial one reaches the file every 100 ms)
-        while time.monotonic() < deadline and (not os.path.exists(killed) or os.path.getsize(killed) < enough):
+        enough = 300_000 if rdma else 1_000_000
+        probe = os.path.join(d, "probe.json")
+
+        def complete_blocks():  # the file's size alone does not say a block is whole: a large one
+            # reaches the disk in several writes
+            if not os.path.exists(killed) or os.path.getsize(killed) < enough:
+                return 0
+            run([record, "--info", "--json", probe, killed])
+            return json.load(open(probe))["blocks"] if os.path.exists(probe) else 0
+
+        while time.monotonic() < deadline and complete_blocks() < 2:
             time.sleep(0.05)
         size = os.path.getsize(killed) if os.path.exists(killed) else 0
         rec.send_signal(signal.SIGKILL)

@@ -23,6 +23,7 @@
 #include <initializer_list>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -163,13 +164,20 @@ void read_rdma_config(ConfigFile::Section section, RdmaConfig& out);
 // Line B of a failover subscriber (docs/failover.md): line A's SubscriberConfig with the fields
 // set here changed (an empty one, or port 0, keeps line A's).
 struct LineB {
-  std::string transport, channel, address, group, device;
+  std::optional<TransportKind> transport;
+  std::string channel, address, group, device;
   std::uint16_t port = 0;
-  [[nodiscard]] bool given() const noexcept { return !channel.empty() || !address.empty() || !group.empty(); }
-  [[nodiscard]] SubscriberConfig apply(const SubscriberConfig& line_a) const;  // throws for a bad transport
+  // Any field set asks for two lines.
+  [[nodiscard]] bool given() const noexcept {
+    return transport.has_value() || !channel.empty() || !address.empty() || !group.empty() || !device.empty() ||
+           port != 0;
+  }
+  // Throws Error(config_error) for a field line B's transport does not use (a group on shm...).
+  [[nodiscard]] SubscriberConfig apply(const SubscriberConfig& line_a) const;
 };
 // Reads [failover] (line_b_transport, line_b_channel, line_b_address, line_b_port, line_b_group,
-// line_b_device, window, hole_timeout_us, reattach_every_ms); validation waits for line A.
+// line_b_device, window, hole_timeout_us, reattach_every_ms) and validates its settings; the
+// lines are validated once line A is final (FailoverConfig::validate).
 void read_failover_config(ConfigFile& file, LineB& b, FailoverConfig& out);
 
 // One-call loaders: defaults, then the file; unknown keys in the sections they read are errors

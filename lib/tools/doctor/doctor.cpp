@@ -142,7 +142,7 @@ void load_config(const std::string& path, Options& o) {
     }
     std::sort(o.cpus.begin(), o.cpus.end());
     // A misspelt key would otherwise be checked as its default: name it (file:line: key).
-    if (o.config_errors.empty()) file.check_all_read({"replay", "jitter", "failover"});
+    if (o.config_errors.empty()) file.check_all_read({"replay", "jitter", "record", "failover"});
   } catch (const Error& e) {
     o.config_errors.push_back(e.what());
   }

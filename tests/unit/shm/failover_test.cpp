@@ -175,10 +175,48 @@ TEST_CASE("with measure_lead, each tick both lines brought is timed once, for th
   CHECK(led[1] == 1000);
   CHECK(bad == 0);
   CHECK(app.ok);
-  // Without measure_lead nothing is timed.
+  // Without measure_lead nothing is timed: a second subscriber over the same lines, fed both
+  // lines' copies of 1,000 more ticks, delivers them and times none.
   FailoverSubscriber plain(lines(a, b));
-  (void)plain.poll(app, lead);
+  REQUIRE(wait_for_subscribers(pa, 2));
+  REQUIRE(wait_for_subscribers(pb, 2));
+  App later;
+  later.expect = 2001;
+  std::vector<Tick> more;
+  for (std::uint64_t i = 2000; i < 3000; ++i) more.push_back(payload(i));
+  REQUIRE(pa.publish(more).published == more.size());
+  REQUIRE(pb.publish(more).published == more.size());
+  REQUIRE(eventually([&] { (void)plain.poll(later, lead); return plain.counters().line[1].duplicates == 1000; }, 10s));
+  CHECK(later.got == 1000);
+  CHECK(later.ok);
   CHECK(led[0] + led[1] == 2000);
+}
+
+TEST_CASE("with measure_lead, a second copy that comes a window or more after the first is not timed",
+          "[failover]") {
+  const auto a = unique_channel("fo-wa");
+  const auto b = unique_channel("fo-wb");
+  Publisher pa(publisher(a));
+  Publisher pb(publisher(b));
+  FailoverConfig config = lines(a, b);
+  config.measure_lead = true;
+  config.window = 16;
+  FailoverSubscriber fs(config);
+  REQUIRE(wait_for_subscribers(pa, 1));
+  REQUIRE(wait_for_subscribers(pb, 1));
+  App app;
+  std::uint64_t led[2] = {0, 0};
+  auto lead = [&](int line, std::uint64_t) { ++led[line & 1]; };
+  std::vector<Tick> batch;
+  for (std::uint64_t i = 0; i < 100; ++i) batch.push_back(payload(i));
+  REQUIRE(pb.publish(batch).published == batch.size());
+  REQUIRE(eventually([&] { (void)fs.poll(app, lead); return app.got == 100; }, 10s));
+  REQUIRE(pa.publish(batch).published == batch.size());
+  REQUIRE(eventually([&] { (void)fs.poll(app, lead); return fs.counters().line[0].duplicates == 100; }, 10s));
+  // Only the last 16 stamps were still in the window when line A's copies came.
+  CHECK(led[1] == 16);
+  CHECK(led[0] == 0);
+  CHECK(app.ok);
 }
 
 TEST_CASE("failover configs that cannot arbitrate are refused, naming why", "[failover]") {
@@ -190,6 +228,20 @@ TEST_CASE("failover configs that cannot arbitrate are refused, naming why", "[fa
   CHECK_THROWS_WITH(c.validate(), Catch::Contains("start snapshot and policy conflate"));
   c = lines("fo-x", "fo-x");
   CHECK_THROWS_WITH(c.validate(), Catch::Contains("line B is line A"));
-  c.line[1].rdma.device = "rxe1";  // the same channel name on another device is another line
+  c.line[1].rdma.device = "rxe1";  // shm uses no device: still one line
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("line B is line A"));
+  c.line[1].shm_dir = "/tmp";  // the same name in another directory is another channel
   CHECK_NOTHROW(c.validate());
+  c.line[1].transport = TransportKind::rc;  // RC: the publisher's address and port tell lines apart
+  c.line[0].transport = TransportKind::rc;
+  c.line[0].rdma.address = c.line[1].rdma.address = "10.0.0.1";
+  c.line[1].rdma.device = "";
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("line B is line A"));
+  c.line[1].rdma.port = 7472;
+  CHECK_NOTHROW(c.validate());
+  c.window = 1000;
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("failover window: 1000"));
+  c.window = 4096;
+  c.line[1].ring_capacity = 3;
+  CHECK_THROWS_WITH(c.validate(), Catch::StartsWith("failover line B"));
 }
