@@ -78,13 +78,20 @@ FailoverRun measure_failover(const FailoverBenchOptions& o) {
   const std::string base = "bench-fo-" + std::to_string(::getpid());
   Publisher one(line_publisher(o, base + "-one"));
   Subscriber one_sub(line_subscriber(o, base + "-one"));
+  // The one-line sender publishes each tick twice too, its second copy to a channel nobody
+  // reads (a `drop` subscriber that never polls), so both contenders' senders do the same work
+  // and the ratio is the receiver's: a second ring polled and the arbiter.
+  Publisher one_unread(line_publisher(o, base + "-one-unread"));
+  SubscriberConfig unread_cfg = line_subscriber(o, base + "-one-unread");
+  unread_cfg.policy = SlowConsumerPolicy::drop;
+  Subscriber unread(unread_cfg);
   Publisher a(line_publisher(o, base + "-a"));
   Publisher b(line_publisher(o, base + "-b"));
   FailoverConfig fc;
   fc.line[0] = line_subscriber(o, base + "-a");
   fc.line[1] = line_subscriber(o, base + "-b");
   FailoverSubscriber two(fc);
-  for (Publisher* p : {&one, &a, &b}) {
+  for (Publisher* p : {&one, &one_unread, &a, &b}) {
     if (p->wait_subscribers(1, std::chrono::seconds(5)) != 1) {
       throw Error(Errc::timed_out, "a benchmark subscriber never attached");
     }
@@ -93,12 +100,19 @@ FailoverRun measure_failover(const FailoverBenchOptions& o) {
 
   FailoverRun run;
   Tick tick{};
-  auto send_one = [&](std::uint64_t) {
+  // Each tick carries one stamp, taken before its first copy goes out; the order of the two
+  // publishes alternates by tick in both contenders.
+  auto send_one = [&](std::uint64_t i) {
     tick.send_ts = Clock::now();
-    publish_spinning(one, tick);
+    if ((i & 1) == 0) {
+      publish_spinning(one, tick);
+      publish_spinning(one_unread, tick);
+    } else {
+      publish_spinning(one_unread, tick);
+      publish_spinning(one, tick);
+    }
   };
   auto poll_one = [&](auto& record) { return one_sub.poll(record); };
-  // Both copies carry one stamp: whichever wins, its latency counts from the same instant.
   auto send_two = [&](std::uint64_t i) {
     Publisher& first = (i & 1) == 0 ? a : b;
     Publisher& second = (i & 1) == 0 ? b : a;

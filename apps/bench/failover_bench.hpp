@@ -2,7 +2,9 @@
 // tick over shared memory. In each round, one line (Publisher -> Subscriber) and two lines (the
 // same ticks published on two channels -> FailoverSubscriber) take turns, first one then the
 // other, alternating, and each is timed one way from the tick's send stamp (one per tick, taken
-// before its first copy is published).
+// before its first copy is published). Both senders publish every tick twice, in the same order:
+// the one-line sender's second copy goes to a channel nobody reads, so the ratio is the
+// receiver's cost of a second line.
 #pragma once
 
 #include <nlohmann/json.hpp>
