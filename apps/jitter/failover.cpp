@@ -105,10 +105,11 @@ std::string format_lines(const RunInfo& info) {
   for (int i = 0; i < 2; ++i) {
     const FailoverLineCounters& l = c.line[i];
     t += fmt("  line %c %s: first %" PRIu64 " (%.1f %%), duplicates %" PRIu64 ", down %" PRIu64
-             " times (%.3f s), %s at the end\n",
+             " times (%.3f s), %s at the end",
              i == 0 ? 'A' : 'B', info.line_name[i].c_str(), l.first,
              c.delivered != 0 ? 100.0 * static_cast<double>(l.first) / static_cast<double>(c.delivered) : 0.0,
              l.duplicates, l.downs, static_cast<double>(l.down_ns) * 1e-9, l.up ? "up" : "down");
+    t += l.recovered != 0 ? fmt(", %" PRIu64 " read back\n", l.recovered) : std::string("\n");
   }
   const TableRow rows[] = {{"A led by", summarize(info.lead[0])}, {"B led by", summarize(info.lead[1])}};
   t += format_table(rows);
@@ -137,6 +138,7 @@ nlohmann::json lines_json(const RunInfo& info) {
                      {"downs", l.downs},
                      {"down_ns", l.down_ns},
                      {"up", l.up},
+                     {"recovered", l.recovered},
                      {"lead_ns", to_json(summarize(info.lead[i]))}});
   }
   return {{"window", info.window},{"delivered", c.delivered}, {"gaps", c.gaps}, {"skipped", c.skipped}, {"lines", std::move(lines)}};

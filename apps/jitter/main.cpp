@@ -55,6 +55,10 @@ void declare(cli::Cli& cli, jitter::Options& o, SubscriberConfig& sc) {
   cli.option("--hole-timeout-us", "how long a hole waits for the line behind (default 1000)", [&](const std::string& v) {
     o.failover.hole_timeout = std::chrono::microseconds(cli::parse_integer(v, "--hole-timeout-us", 1, 10'000'000));
   });
+  cli.option("--recovery-delay-us", "ud lines: line A reads a hole back once it is this old, line B after twice this (default 200)",
+             [&](const std::string& v) {
+               o.failover.recovery_delay = std::chrono::microseconds(cli::parse_integer(v, "--recovery-delay-us", 0, 500'000));
+             });
   cli.output("--json", "write the figures as JSON to this file", o.json);
   cli.output("--hgrm", "write HdrHistogram's percentile distribution (ns) to this file", o.hgrm);
   cli.output("--svg", "draw latency by percentile to this SVG file", o.svg);
@@ -64,7 +68,7 @@ void declare(cli::Cli& cli, jitter::Options& o, SubscriberConfig& sc) {
   cli.value_names({{"--start", "MODE"}, {"--state-capacity", "N"}, {"--mode", "M"}, {"--echo-address", "A"},
                    {"--echo-group", "G"}, {"--warmup", "N"}, {"--cpu", "N"},
                    {"--line-b", "CHANNEL"}, {"--line-b-transport", "T"}, {"--line-b-address", "A"}, {"--line-b-port", "P"},
-                   {"--line-b-group", "G"}, {"--line-b-device", "D"}, {"--failover-window", "N"}, {"--hole-timeout-us", "US"}, {"--duration", "S"}, {"--count", "N"}});
+                   {"--line-b-group", "G"}, {"--line-b-device", "D"}, {"--failover-window", "N"}, {"--hole-timeout-us", "US"}, {"--recovery-delay-us", "US"}, {"--duration", "S"}, {"--count", "N"}});
 }
 
 }  // namespace

@@ -80,6 +80,9 @@ struct TICKRAIL_API RdmaConfig {
   std::uint32_t history = 65536;                  // publisher: ticks kept for recovery (RDMA READ)
   std::uint32_t reorder_buffer = 4096;            // subscriber: ticks held while a gap is filled
   std::uint32_t late_join_recover = 0;            // subscriber: recover the last K ticks on join
+  // subscriber: a hole is read back only once it has been open this long (0: at once), so that
+  // a second line (FailoverSubscriber) can fill it first
+  std::chrono::microseconds recovery_delay{0};
   std::uint32_t recv_buffers = 512;               // subscriber: receive buffers posted
 
   void validate() const;  // throws Error(config_error) naming "rdma.<key>"

@@ -46,11 +46,18 @@ struct FailoverConfig {
   std::uint32_t window = 4096;                   // ticks held beyond a hole: a power of two, 2..1048576
   std::chrono::microseconds hole_timeout{1000};  // how long a hole waits for the line behind
   std::chrono::milliseconds reattach_every{100};  // how often a line down is attached again
+  // UD lines recover only what both lines lost: line A reads a hole back once it has been open
+  // recovery_delay, line B after twice that (a line's own rdma.recovery_delay, when set, stays),
+  // and each line passes, without a read or a loss, the holes the other line filled.
+  // hole_timeout must exceed line B's delay.
+  std::chrono::microseconds recovery_delay{200};
   // Time each tick's second copy for poll(handler, lead): one clock read per copy received, and
   // a stamp per window slot.
   bool measure_lead = false;
   void validate() const;           // throws Error(config_error) naming the line or the key
-  void validate_settings() const;  // window, hole_timeout, reattach_every alone
+  void validate_settings() const;  // window, hole_timeout, reattach_every, recovery_delay alone
+  // A UD line's rdma.recovery_delay under failover (see recovery_delay).
+  [[nodiscard]] std::chrono::microseconds line_recovery_delay(int line) const noexcept;
 };
 
 struct FailoverLineCounters {
@@ -58,6 +65,7 @@ struct FailoverLineCounters {
   std::uint64_t duplicates = 0;  // its copies discarded (delivered already, or given up)
   std::uint64_t downs = 0;       // times it went down
   std::uint64_t down_ns = 0;     // time spent down, until now
+  std::uint64_t recovered = 0;   // UD: ticks it read back from its publisher's history
   bool up = false;
 };
 

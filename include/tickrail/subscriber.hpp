@@ -109,6 +109,9 @@ class TICKRAIL_API Subscriber {
   void return_credit() noexcept;
   void adopt_ring() noexcept;
   void store_indirect_stats() noexcept;
+  // The FailoverSubscriber's other line delivered the stream below `seq` (transport.hpp).
+  void cover_below(std::uint64_t seq) noexcept;
+  friend class FailoverSubscriber;
 
   std::unique_ptr<detail::SubscriberTransport> impl_;
   RingReader* ring_ = nullptr;  // owned by impl_ for ring transports

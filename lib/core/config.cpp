@@ -85,6 +85,9 @@ void RdmaConfig::validate() const {
   if (batch_delay.count() < 0 || batch_delay > std::chrono::seconds(1)) {
     bad("rdma.batch_delay_ns", std::to_string(batch_delay.count()) + " is outside 0..1000000000 (1 s)");
   }
+  if (recovery_delay.count() < 0 || recovery_delay > std::chrono::seconds(1)) {
+    bad("rdma.recovery_delay_us", std::to_string(recovery_delay.count()) + " is outside 0..1000000 (1 s)");
+  }
 }
 
 void PublisherConfig::validate() const {

@@ -295,6 +295,7 @@ void read_rdma_config(ConfigFile::Section s, RdmaConfig& out) {
   s.get("history", out.history);
   s.get("reorder_buffer", out.reorder_buffer);
   s.get("late_join_recover", out.late_join_recover);
+  s.get("recovery_delay_us", out.recovery_delay);
   s.get("recv_buffers", out.recv_buffers);
 }
 
@@ -381,6 +382,7 @@ void read_failover_config(ConfigFile& file, LineB& b, FailoverConfig& out) {
   s.get("window", out.window);
   s.get("hole_timeout_us", out.hole_timeout);
   s.get("reattach_every_ms", out.reattach_every);
+  s.get("recovery_delay_us", out.recovery_delay);
   s.validated([&] { out.validate_settings(); });
 }
 

@@ -45,9 +45,19 @@ void FailoverConfig::validate_settings() const {
     throw Error(Errc::config_error, "failover reattach_every: " + std::to_string(reattach_every.count()) +
                                         " ms is outside 1 ms..1 min");
   }
+  if (recovery_delay.count() < 0 || recovery_delay > std::chrono::milliseconds(500)) {
+    throw Error(Errc::config_error, "failover recovery_delay: " + std::to_string(recovery_delay.count()) +
+                                        " us is outside 0..500000 (0.5 s)");
+  }
+}
+
+std::chrono::microseconds FailoverConfig::line_recovery_delay(int i) const noexcept {
+  const auto own = line[i & 1].rdma.recovery_delay;
+  return own.count() != 0 ? own : recovery_delay * ((i & 1) + 1);
 }
 
 void FailoverConfig::validate() const {
+  validate_settings();
   for (int i = 0; i < 2; ++i) {
     const std::string name = std::string("failover line ") + (i == 0 ? "A" : "B") + " ('" + line[i].channel + "')";
     try {
@@ -59,12 +69,23 @@ void FailoverConfig::validate() const {
     if (line[i].start == StartMode::snapshot || line[i].policy == SlowConsumerPolicy::conflate) {
       throw Error(Errc::config_error, name + ": start snapshot and policy conflate do not apply to failover lines");
     }
+    if (line[i].transport != TransportKind::ud) continue;
+    // Several groups are several streams, each with its own sequence: a line carries one.
+    if (line[i].rdma.groups.size() != 1) {
+      throw Error(Errc::config_error, name + ": a UD line joins one group (" +
+                                          std::to_string(line[i].rdma.groups.size()) + " given)");
+    }
+    // A hole given up before the line's read has had its time is lost for nothing.
+    if (hole_timeout <= line_recovery_delay(i)) {
+      throw Error(Errc::config_error, name + ": its recovery delay (" + std::to_string(line_recovery_delay(i).count()) +
+                                          " us) must be shorter than the failover hole_timeout (" +
+                                          std::to_string(hole_timeout.count()) + " us)");
+    }
   }
   if (same_source(line[0], line[1])) {
     throw Error(Errc::config_error, "failover lines: line B is line A ('" + line[0].channel +
                                         "'): give line B another channel, address or group");
   }
-  validate_settings();
 }
 
 namespace {
@@ -87,12 +108,20 @@ struct FailoverSubscriber::Impl {
     std::uint64_t down_since = 0;   // Clock cycles, while down
     std::uint64_t up_since = 0;     // Clock cycles, since it was attached again (0: from the start)
     std::uint64_t down_cycles = 0;  // before down_since
+    std::uint64_t recovered_before = 0;  // ticks read back by the Subscribers it replaced
+    bool covers = false;  // a UD line: told what the other line delivered (cover_below)
     std::atomic<Subscriber*> fresh{nullptr};
     std::atomic<Subscriber*> retired{nullptr};
     std::atomic<bool> wanted{false};
   };
 
-  explicit Impl(const FailoverConfig& c) : config(c), arb(c.window) {}
+  explicit Impl(const FailoverConfig& c) : config(c), arb(c.window) {
+    for (int i = 0; i < 2; ++i) {
+      if (config.line[i].transport != TransportKind::ud) continue;
+      lines[i].covers = true;
+      config.line[i].rdma.recovery_delay = c.line_recovery_delay(i);
+    }
+  }
   ~Impl() {
     thread = {};  // stops and joins tr-failover first
     for (Line& l : lines) {
@@ -176,6 +205,7 @@ void FailoverSubscriber::Impl::adopt(int i, Deliver& deliver) noexcept {
   if (l.fresh.load(std::memory_order_relaxed) == nullptr || l.retired.load(std::memory_order_acquire) != nullptr) {
     return;
   }
+  if (l.sub != nullptr) l.recovered_before += l.sub->counters().recovered;
   l.retired.store(l.sub.release(), std::memory_order_release);
   l.sub.reset(l.fresh.exchange(nullptr, std::memory_order_acquire));
   l.up = true;
@@ -275,6 +305,10 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::L
     if (got == 0 && l.up && (++l.idle & 63u) == 0 && ended(l.sub->state())) m.went_down(i, deliver);
   }
   m.watch_hole(deliver);
+  // A UD line passes, unread, the holes the other line filled (or that were given up).
+  for (Impl::Line& l : m.lines) {
+    if (l.covers && l.sub != nullptr) l.sub->cover_below(m.arb.next());
+  }
   return n;
 }
 
@@ -292,6 +326,7 @@ FailoverCounters FailoverSubscriber::counters() const noexcept {
     o.duplicates = m.arb.line(i).duplicates;
     o.downs = l.downs;
     o.up = l.up;
+    o.recovered = l.recovered_before + (l.sub != nullptr ? l.sub->counters().recovered : 0);
     const std::uint64_t down = l.down_cycles + (l.up ? 0 : Clock::now() - l.down_since);
     o.down_ns = static_cast<std::uint64_t>(clock.to_ns(down));
   }

@@ -138,6 +138,8 @@ SubscriberState Subscriber::state() const noexcept {
 }
 SubscriberCounters Subscriber::counters() const noexcept { return impl_->counters(); }
 std::uint64_t Subscriber::next_sequence() const noexcept { return impl_->next_sequence(); }
+
+void Subscriber::cover_below(std::uint64_t seq) noexcept { impl_->cover_below(seq); }
 bool Subscriber::in_snapshot() const noexcept { return impl_->in_snapshot(); }
 std::string Subscriber::reason() const { return impl_->reason(); }
 const SubscriberConfig& Subscriber::config() const noexcept { return impl_->config(); }

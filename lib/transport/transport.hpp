@@ -53,6 +53,9 @@ class SubscriberTransport {
   virtual const SubscriberConfig& config() const noexcept = 0;
   // start = snapshot: true until the snapshot is delivered (poll() delivers it first).
   virtual bool in_snapshot() const noexcept { return false; }
+  // Another line delivered the stream below `seq` (FailoverSubscriber): a transport that recovers
+  // holes (UD) stops waiting for those below it. Ring transports have no holes.
+  virtual void cover_below(std::uint64_t /*seq*/) noexcept {}
   virtual void close() noexcept = 0;
   // The wake-ups of the transport's background thread; nullptr when it runs none.
   virtual WakeCounter* wakeups() noexcept { return nullptr; }

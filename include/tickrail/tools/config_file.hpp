@@ -176,7 +176,7 @@ struct LineB {
   [[nodiscard]] SubscriberConfig apply(const SubscriberConfig& line_a) const;
 };
 // Reads [failover] (line_b_transport, line_b_channel, line_b_address, line_b_port, line_b_group,
-// line_b_device, window, hole_timeout_us, reattach_every_ms) and validates its settings; the
+// line_b_device, window, hole_timeout_us, reattach_every_ms, recovery_delay_us) and validates its settings; the
 // lines are validated once line A is final (FailoverConfig::validate).
 void read_failover_config(ConfigFile& file, LineB& b, FailoverConfig& out);
 

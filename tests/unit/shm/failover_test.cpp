@@ -244,4 +244,21 @@ TEST_CASE("failover configs that cannot arbitrate are refused, naming why", "[fa
   c.window = 4096;
   c.line[1].ring_capacity = 3;
   CHECK_THROWS_WITH(c.validate(), Catch::StartsWith("failover line B"));
+  c.line[1].ring_capacity = 0;
+  // UD: one group per line, and a hole waits for line B's read before it is given up.
+  c.line[0].transport = c.line[1].transport = TransportKind::ud;
+  c.line[0].rdma.groups = {"239.1.1.1"};
+  c.line[1].rdma.groups = {"239.1.1.2", "239.1.1.3"};
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("a UD line joins one group (2 given)"));
+  c.line[1].rdma.groups = {"239.1.1.2"};
+  CHECK_NOTHROW(c.validate());
+  CHECK(c.line_recovery_delay(0) == 200us);
+  CHECK(c.line_recovery_delay(1) == 400us);
+  c.hole_timeout = 400us;
+  CHECK_THROWS_WITH(c.validate(), Catch::StartsWith("failover line B") && Catch::Contains("(400 us) must be shorter"));
+  c.line[1].rdma.recovery_delay = 300us;  // its own, kept
+  CHECK(c.line_recovery_delay(1) == 300us);
+  CHECK_NOTHROW(c.validate());
+  c.recovery_delay = 600ms;
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("failover recovery_delay: 600000 us"));
 }

@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "core/line_arbiter.hpp"
 #include "transport/rdma/ud/sequence_tracker.hpp"
 
 using namespace tickrail;
@@ -190,6 +191,49 @@ TEST_CASE("givingUpCountsEveryHoleOnceAndDeliversWhatWasHeld") {
   CHECK(f.got.back() == 12);
 }
 
+TEST_CASE("holesAnotherLineCoveredArePassedWithoutAReadOrALoss") {
+  Fixture f(64);
+  f.datagram(1, 1);
+  f.datagram(4, 1);
+  f.datagram(8, 2);  // holes: 2, 3, 5, 6, 7
+  f.tr.cover(6);     // the other line delivered up to 5
+  const Hole h = f.tr.first_hole(100);
+  CHECK(h.lo == 6);  // only what the other line has not delivered is left to read
+  CHECK(h.hi == 8);
+  f.drain();
+  // 4, held, is still delivered (the arbiter discards it as the other line's duplicate).
+  CHECK(f.got == std::vector<std::uint64_t>{1, 4});
+  CHECK(f.tr.counters().covered == 3);
+  CHECK(f.tr.counters().lost == 0);
+  CHECK(f.tr.next() == 6);
+  std::vector<Tick> history{tick(6), tick(7)};
+  f.tr.recovered(history.data(), 6, 2);
+  f.drain();
+  CHECK(f.got == std::vector<std::uint64_t>{1, 4, 6, 7, 8, 9});
+  CHECK(f.tr.counters().recovered == 2);
+  CHECK(f.tr.counters().lost == 0);
+  CHECK_FALSE(f.tr.behind());
+}
+
+TEST_CASE("coverWinsOverGivingUpAndNeverPassesWhatIsNotKnownToExist") {
+  Fixture f(64);
+  f.datagram(1, 1);
+  f.datagram(5, 1);  // holes 2, 3, 4
+  f.tr.give_up(f.tr.highest());
+  f.tr.cover(4);     // 2, 3 came on the other line; 4 came on neither
+  f.tr.cover(2);     // an older word changes nothing
+  f.drain();
+  CHECK(f.got == std::vector<std::uint64_t>{1, 5});
+  CHECK(f.tr.counters().covered == 2);
+  CHECK(f.tr.counters().lost == 1);
+  // Covering beyond what this line knows of passes nothing yet: 6 and 7 arrive and are delivered.
+  f.tr.cover(100);
+  f.drain();
+  CHECK(f.tr.next() == 6);
+  f.datagram(6, 2);
+  CHECK(f.got == std::vector<std::uint64_t>{1, 5, 6, 7});
+}
+
 TEST_CASE("ticksBeyondTheWindowAreLeftToRecovery") {
   Fixture f(16);
   f.datagram(1, 1);
@@ -324,4 +368,81 @@ TEST_CASE("everyTickIsDeliveredOnceInOrderOrCountedLostUnderRandomLossAndReorder
   CHECK(c.recovered > 0);
   CHECK(c.reordered > 0);
   CHECK(c.duplicates > 0);
+}
+
+// Two UD lines as FailoverSubscriber drives them: each line's tracker is fed by its own lossy
+// network (10% and 5%, independent; line B's copies arrive `skew` steps after line A's), both
+// deliver into one arbiter, and each step both lines are covered below what it delivered. A line
+// reads its first hole back (at once, from a history that forgets nothing) once that hole has
+// been open its delay, as rdma.recovery_delay does: line A's longer than the skew, B's twice A's.
+// Then every READ starts at a tick lost on both lines, line B reads nothing, and nothing is lost.
+TEST_CASE("twoLinesReadBackOnlyWhatBothLinesLost") {
+  std::mt19937_64 rng(GENERATE(1, 2, 3));
+  std::uniform_real_distribution<double> u(0, 1);
+  const std::uint64_t total = 100000;
+  const std::uint64_t skew = 3;
+  const std::uint64_t delay[2] = {8, 16};
+  const double loss[2] = {0.10, 0.05};
+  std::vector<bool> lost[2] = {std::vector<bool>(total + 1), std::vector<bool>(total + 1)};
+  std::uint64_t both = 0;
+  for (std::uint64_t s = 1; s <= total; ++s) {
+    lost[0][s] = u(rng) < loss[0];
+    lost[1][s] = u(rng) < loss[1];
+    both += lost[0][s] && lost[1][s] ? 1 : 0;
+  }
+  struct Line {
+    Fixture f{4096};
+    std::uint64_t hole_lo = 0, hole_since = 0, reads = 0, reads_not_both_lost = 0;
+  } lines[2];
+  detail::LineArbiter arb(4096);
+  std::vector<std::uint64_t> out;
+  auto deliver = [&](const Tick& t) { out.push_back(t.seq); };
+  std::uint64_t step = 0;
+  for (; arb.next() <= total && step < 2 * total; ++step) {
+    for (int i = 0; i < 2; ++i) {
+      Line& l = lines[i];
+      SequenceTracker& tr = l.f.tr;
+      const std::uint64_t lag = i == 0 ? 0 : skew;
+      if (step > lag && step - lag <= total) {
+        const std::uint64_t s = step - lag;
+        if (!tr.started()) tr.start(1);
+        if (!lost[i][s]) l.f.datagram(s, 1);
+      } else if (step > lag) {
+        tr.observe(total + 1, total + 1);  // the publisher's heartbeat after its last tick
+      }
+      // What the line delivered (straight, or from its window) goes to the arbiter.
+      for (const std::uint64_t s : l.f.got) arb.offer(i, tick(s), deliver);
+      l.f.got.clear();
+      l.f.drain();
+      for (const std::uint64_t s : l.f.got) arb.offer(i, tick(s), deliver);
+      l.f.got.clear();
+      const Hole h = tr.first_hole(64);
+      if (h.empty()) continue;
+      if (h.lo != l.hole_lo) {
+        l.hole_lo = h.lo;
+        l.hole_since = step;
+      }
+      if (step - l.hole_since < delay[i]) continue;
+      ++l.reads;
+      if (!(lost[0][h.lo] && lost[1][h.lo])) ++l.reads_not_both_lost;
+      std::vector<Tick> history;
+      for (std::uint64_t s = h.lo; s < h.hi; ++s) history.push_back(tick(s));
+      tr.recovered(history.data(), h.lo, h.size());
+    }
+    for (Line& l : lines) l.f.tr.cover(arb.next());
+  }
+  REQUIRE(out == range(1, total + 1));
+  CHECK(arb.gaps() == 0);
+  CHECK(arb.skipped() == 0);
+  CHECK(lines[0].f.tr.counters().lost == 0);
+  CHECK(lines[1].f.tr.counters().lost == 0);
+  CHECK(both > 0);
+  CHECK(lines[0].reads > 0);
+  CHECK(lines[0].reads <= both);
+  CHECK(lines[0].reads_not_both_lost == 0);
+  CHECK(lines[0].f.tr.counters().recovered >= both);
+  CHECK(lines[1].reads == 0);
+  CHECK(lines[1].f.tr.counters().recovered == 0);
+  // What a line lost and the other brought was covered, not read.
+  CHECK(lines[0].f.tr.counters().covered + lines[0].f.tr.counters().recovered >= 9000);
 }

@@ -8,7 +8,7 @@ Hole SequenceTracker::first_hole(std::uint64_t max_len) const noexcept {
   Hole h;
   if (!started() || max_len == 0) return h;
   const std::uint64_t end = std::min(highest_, next_ + capacity_);
-  std::uint64_t s = next_;
+  std::uint64_t s = std::max(next_, covered_until_);
   while (s < end && window_[s & mask_].seq == s) ++s;
   if (s >= end) return h;
   h.lo = s;

@@ -10,7 +10,10 @@
 //     (recovered()), which may also report ticks overwritten in the publisher's history: those
 //     are marked lost and counted when delivery reaches them;
 //   - a tick beyond the window is not stored ("overrun"): it stays a hole, left to recovery;
-//   - give_up(upto) declares every hole below `upto` lost (no recovery possible).
+//   - give_up(upto) declares every hole below `upto` lost (no recovery possible);
+//   - cover(upto): another line delivered the stream below `upto` (FailoverSubscriber): holes
+//     below it are passed without a read and without a loss ("covered"). Present ticks below it
+//     are still delivered (the other line's duplicates).
 // A lost run is counted once in loss_events (the "skips" of SubscriberCounters).
 //
 // Single thread; no allocation (the window belongs to the caller), no system call.
@@ -33,6 +36,7 @@ struct TrackerCounters {
   std::uint64_t reordered = 0;    // ticks that filled a hole by multicast, arriving late
   std::uint64_t recovered = 0;    // ticks that filled a hole by recovery
   std::uint64_t overrun = 0;      // ticks not stored: beyond the window (left to recovery)
+  std::uint64_t covered = 0;      // holes passed because another line delivered them (cover)
 };
 
 struct Hole {
@@ -133,6 +137,10 @@ class SequenceTracker {
         ++n;
         lost_run_ = false;
         handler(static_cast<const Tick&>(t));
+      } else if (next_ < covered_until_) {
+        if (slot.seq == (next_ | kLostMark)) slot.seq = 0;
+        ++next_;
+        ++c_.covered;
       } else if (slot.seq == (next_ | kLostMark) || next_ < abandon_until_) {
         if (slot.seq == (next_ | kLostMark)) slot.seq = 0;
         ++next_;
@@ -147,7 +155,8 @@ class SequenceTracker {
     return n;
   }
 
-  // The first run to recover: from the first missing sequence at or after next(), at most
+  // The first run to recover: from the first missing sequence at or after next() and the
+  // covered range, at most
   // `max_len` long, within the window and below highest(), trimmed of present ticks at its end.
   [[nodiscard]] Hole first_hole(std::uint64_t max_len) const noexcept;
 
@@ -161,6 +170,12 @@ class SequenceTracker {
     if (upto > abandon_until_) abandon_until_ = upto;
   }
 
+  // Another line delivered every sequence below `upto`: holes below it need no recovery and are
+  // no loss. Only sequences known to exist (below highest()) are passed.
+  void cover(std::uint64_t upto) noexcept {
+    if (upto > covered_until_) covered_until_ = upto;
+  }
+
  private:
   Tick* window_ = nullptr;
   std::uint64_t mask_ = 0;
@@ -169,6 +184,7 @@ class SequenceTracker {
   std::uint64_t next_ = 0;     // 0: not started
   std::uint64_t highest_ = 0;  // one past the highest sequence known to exist
   std::uint64_t abandon_until_ = 0;  // holes below this are lost (give_up)
+  std::uint64_t covered_until_ = 0;  // holes below this were delivered by another line (cover)
   bool lost_run_ = false;
   TrackerCounters c_{};
 };

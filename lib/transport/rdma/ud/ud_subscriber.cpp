@@ -57,6 +57,7 @@ UdSubscriber::UdSubscriber(const SubscriberConfig& config, const detail::Placeme
       std::min<std::int64_t>(config_.rdma.heartbeat_interval.count(), 60'000)));
   for (auto& g : groups_) g->silence = SilenceWatch(publisher_timeout_cycles_, grace, Clock::now());
   retry_cycles_ = clock.ns_to_cycles(1e9);
+  recovery_delay_cycles_ = clock.ns_to_cycles(static_cast<double>(config_.rdma.recovery_delay.count()) * 1e3);
   conductor_ = detail::start_thread("tr-ud-cond", placement, [this](std::stop_token st) { conductor_loop(st); });
 
   std::string names;

@@ -43,6 +43,7 @@ struct UdSubscriberCounters {
   std::uint64_t duplicates = 0;
   std::uint64_t reordered = 0;     // ticks that arrived late by multicast and filled a hole
   std::uint64_t overrun = 0;       // ticks beyond the reorder window, left to recovery
+  std::uint64_t covered = 0;       // holes another line delivered (FailoverSubscriber): no loss
   std::uint64_t foreign = 0;       // not tickrail's, or another session on our group: dropped
   std::uint64_t malformed = 0;     // tickrail's magic, inconsistent content: dropped
   std::uint64_t recv_errors = 0;   // receive completions in error
@@ -62,6 +63,7 @@ class UdSubscriber final : public detail::SubscriberTransport {
   SubscriberState state() const noexcept override;
   SubscriberCounters counters() const noexcept override;
   std::uint64_t next_sequence() const noexcept override;
+  void cover_below(std::uint64_t seq) noexcept override;
   std::string reason() const override;
   const SubscriberConfig& config() const noexcept override { return config_; }
   detail::WakeCounter* wakeups() noexcept override { return &wakeups_; }
@@ -123,6 +125,8 @@ class UdSubscriber final : public detail::SubscriberTransport {
     bool reading = false;
     Hole read_range{};
     std::uint64_t retry_at = 0;     // clock cycles: when a failed link may be tried again
+    std::uint64_t hole_lo = 0;      // the first hole's first sequence, and when it was seen
+    std::uint64_t hole_since = 0;   // (rdma.recovery_delay)
     std::uint64_t ticks = 0;
     std::uint64_t datagrams = 0;
     std::uint64_t heartbeats = 0;
@@ -145,6 +149,7 @@ class UdSubscriber final : public detail::SubscriberTransport {
   void start_stream(Group& g, std::uint64_t first_live) noexcept;
   void repost(Group& g) noexcept;
   void drive_recovery(Group& g, std::uint64_t now) noexcept;
+  bool hole_aged(Group& g, std::uint64_t lo, std::uint64_t now) noexcept;
 
   // Delivers nothing: takes pending completions into the reorder windows (ready()).
   void take_completions() noexcept;
@@ -185,6 +190,7 @@ class UdSubscriber final : public detail::SubscriberTransport {
   std::uint32_t recv_batch_ = 32;
   std::uint64_t publisher_timeout_cycles_ = 0;
   std::uint64_t retry_cycles_ = 0;
+  std::uint64_t recovery_delay_cycles_ = 0;
   std::uint32_t idle_polls_ = 0;
   std::atomic<bool> closing_{false};
   DropHook drop_hook_ = nullptr;

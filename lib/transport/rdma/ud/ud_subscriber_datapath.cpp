@@ -171,7 +171,7 @@ void UdSubscriber::drive_recovery(Group& g, std::uint64_t now) noexcept {
       return;
     }
     const Hole hole = tr.first_hole(g.recovery->staging_ticks());
-    if (hole.empty()) return;
+    if (hole.empty() || !hole_aged(g, hole.lo, now)) return;
     if (g.recovery->post_read(hole.lo, static_cast<std::uint32_t>(hole.size())) != 0) {
       ++g.read_errors;
       g.recovery_state.store(RecoveryState::broken, std::memory_order_release);
@@ -198,6 +198,22 @@ void UdSubscriber::drive_recovery(Group& g, std::uint64_t now) noexcept {
     }
   }
   // wanted or broken: the conductor is connecting; the holes wait (bounded by connect_timeout).
+}
+
+// rdma.recovery_delay: a hole is read back once its first sequence has been missing this long
+// (a FailoverSubscriber's other line may bring it first, and cover it).
+bool UdSubscriber::hole_aged(Group& g, std::uint64_t lo, std::uint64_t now) noexcept {
+  if (recovery_delay_cycles_ == 0) return true;
+  if (g.hole_lo != lo) {
+    g.hole_lo = lo;
+    g.hole_since = now;
+  }
+  return now - g.hole_since >= recovery_delay_cycles_;
+}
+
+// One stream per line under failover (FailoverConfig::validate): the first group's.
+void UdSubscriber::cover_below(std::uint64_t seq) noexcept {
+  if (!groups_.empty()) groups_.front()->tracker.cover(seq);
 }
 
 std::size_t UdSubscriber::poll(detail::TickSink sink, std::size_t limit) noexcept {
@@ -272,6 +288,7 @@ UdSubscriberCounters UdSubscriber::ud_counters() const noexcept {
     c.duplicates += t.duplicates;
     c.reordered += t.reordered;
     c.overrun += t.overrun;
+    c.covered += t.covered;
     c.foreign += g->foreign;
     c.malformed += g->malformed;
     c.recv_errors += g->recv_errors;
