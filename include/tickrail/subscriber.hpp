@@ -110,7 +110,7 @@ class TICKRAIL_API Subscriber {
   void adopt_ring() noexcept;
   void store_indirect_stats() noexcept;
   // The FailoverSubscriber's other line delivered the stream below `seq` (transport.hpp).
-  void cover_below(std::uint64_t seq) noexcept;
+  void cover_below(std::uint64_t seq, std::uint64_t read_until) noexcept;
   friend class FailoverSubscriber;
 
   std::unique_ptr<detail::SubscriberTransport> impl_;

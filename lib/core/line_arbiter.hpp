@@ -112,6 +112,9 @@ class LineArbiter {
   [[nodiscard]] std::size_t capacity() const noexcept { return slots_.size(); }
   // Is a tick waiting beyond a hole? (The owner times how long.)
   [[nodiscard]] bool holding() const noexcept { return waiting_ != 0; }
+  // One past the hole at next(): the first sequence waiting beyond it, 0 when none waits. What
+  // lies in between neither line has brought. A scan of the hole.
+  [[nodiscard]] std::uint64_t hole_end() const noexcept { return first_held(~std::uint64_t{0}); }
 
  private:
   struct Held {

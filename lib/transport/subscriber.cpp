@@ -139,7 +139,9 @@ SubscriberState Subscriber::state() const noexcept {
 SubscriberCounters Subscriber::counters() const noexcept { return impl_->counters(); }
 std::uint64_t Subscriber::next_sequence() const noexcept { return impl_->next_sequence(); }
 
-void Subscriber::cover_below(std::uint64_t seq) noexcept { impl_->cover_below(seq); }
+void Subscriber::cover_below(std::uint64_t seq, std::uint64_t read_until) noexcept {
+  impl_->cover_below(seq, read_until);
+}
 bool Subscriber::in_snapshot() const noexcept { return impl_->in_snapshot(); }
 std::string Subscriber::reason() const { return impl_->reason(); }
 const SubscriberConfig& Subscriber::config() const noexcept { return impl_->config(); }

@@ -53,9 +53,10 @@ class SubscriberTransport {
   virtual const SubscriberConfig& config() const noexcept = 0;
   // start = snapshot: true until the snapshot is delivered (poll() delivers it first).
   virtual bool in_snapshot() const noexcept { return false; }
-  // Another line delivered the stream below `seq` (FailoverSubscriber): a transport that recovers
-  // holes (UD) stops waiting for those below it. Ring transports have no holes.
-  virtual void cover_below(std::uint64_t /*seq*/) noexcept {}
+  // Another line delivered the stream below `seq` and brought `read_until` (~0: not known)
+  // (FailoverSubscriber): a transport that recovers holes (UD) stops waiting for those below
+  // `seq`, and reads no further than `read_until`. Ring transports have no holes.
+  virtual void cover_below(std::uint64_t /*seq*/, std::uint64_t /*read_until*/) noexcept {}
   virtual void close() noexcept = 0;
   // The wake-ups of the transport's background thread; nullptr when it runs none.
   virtual WakeCounter* wakeups() noexcept { return nullptr; }

@@ -6,6 +6,10 @@
 //   ud_peer subscribe --group G [--group G2...] --count N [--timeout-ms T] [--late-join K]
 //                     [--drop-mod M] [--expect-gone] [--publisher-timeout-ms P]
 //                     [--expect-foreign F] [--allow-loss]
+//   ud_peer failover  --group G --group-b G2 --count N [--timeout-ms T] [--recovery-delay-us D]
+//                     [--hole-timeout-ms H]
+// publish --group-b G2 publishes every batch on a second line too (group G2, port P + 1): the
+// same ticks under the same sequence numbers, for a FailoverSubscriber (failover) to arbitrate.
 // The device and address come from the rig (TICKRAIL_RDMA_DEV, TICKRAIL_RDMA_ADDR). Every wait
 // is bounded. Exit status 0 only when the role's checks hold:
 //   subscriber: every tick delivered once, in order, with the content ud_tick(seq) gave it
@@ -24,10 +28,13 @@
 #include <cinttypes>
 #include <cstdio>
 #include <iostream>
+#include <optional>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "tickrail/clock.hpp"
+#include "tickrail/failover.hpp"
 #include "tickrail/idle.hpp"
 #include "transport/rdma/ud/ud_publisher.hpp"
 #include "transport/rdma/ud/ud_subscriber.hpp"
@@ -98,6 +105,7 @@ double since(SteadyClock::time_point t0) {
 
 struct PubOpts {
   std::string group = kUdGroup;
+  std::string group_b;  // a second line, or none
   std::uint16_t port = 7480;
   std::uint64_t count = 1000;
   std::uint32_t batch = 1;
@@ -116,25 +124,39 @@ int publish(const PubOpts& o) {
   c.rdma.history = o.history;
   c.rdma.heartbeat_interval = Ms(o.heartbeat_ms);
   UdPublisher pub(c);
-  std::printf("ud_peer publisher: session %016" PRIx64 " group %s port %u mtu %u ticks/datagram %u "
-              "inline %u membership %s\n",
-              pub.session(), o.group.c_str(), pub.recovery_port(), pub.mtu(),
-              pub.ticks_per_datagram(), pub.max_inline(),
-              pub.send_only_member() ? "send-only" : "full");
+  std::optional<UdPublisher> pub_b;
+  if (!o.group_b.empty()) {
+    PublisherConfig cb = c;
+    cb.rdma.groups = {o.group_b};
+    cb.rdma.port = static_cast<std::uint16_t>(o.port + 1);
+    pub_b.emplace(cb);
+  }
+  for (UdPublisher* p : {&pub, pub_b ? &*pub_b : nullptr}) {
+    if (p == nullptr) continue;
+    std::printf("ud_peer publisher: session %016" PRIx64 " group %s port %u mtu %u ticks/datagram %u "
+                "inline %u membership %s\n",
+                p->session(), p->config().rdma.groups.front().c_str(), p->recovery_port(), p->mtu(),
+                p->ticks_per_datagram(), p->max_inline(), p->send_only_member() ? "send-only" : "full");
+  }
   std::fflush(stdout);
+  auto service = [&] {
+    pub.service();
+    if (pub_b) pub_b->service();
+  };
+  auto subscribers = [&] { return std::min(pub.subscriber_count(), pub_b ? pub_b->subscriber_count() : ~0u); };
 
   const auto t_wait = SteadyClock::now();
-  while (pub.subscriber_count() < o.wait_subscribers) {
+  while (subscribers() < o.wait_subscribers) {
     if (since(t_wait) * 1000 > o.wait_ms) {
       std::printf("ud_peer publisher: FAIL: %u of %u subscribers connected after %d ms\n",
-                  pub.subscriber_count(), o.wait_subscribers, o.wait_ms);
+                  subscribers(), o.wait_subscribers, o.wait_ms);
       return 1;
     }
-    pub.service();
+    service();
     std::this_thread::sleep_for(Ms(1));
   }
   if (o.wait_subscribers > 0) {
-    std::printf("ud_peer publisher: %u subscribers connected\n", pub.subscriber_count());
+    std::printf("ud_peer publisher: %u subscribers connected\n", subscribers());
     std::fflush(stdout);
   }
 
@@ -147,11 +169,21 @@ int publish(const PubOpts& o) {
     if (period > 0) {
       // Open loop: each tick goes at its intended time, however late the previous one went.
       const double due = static_cast<double>(next - 1) * period;
-      while (since(t0) < due) pub.service();
+      while (since(t0) < due) service();
     }
-    const std::uint64_t n = std::min<std::uint64_t>(period > 0 ? 1 : o.batch, o.count - next + 1);
+    // Paced, a batch goes at its first tick's time (one tick unless --batch).
+    const std::uint64_t n = std::min<std::uint64_t>(o.batch, o.count - next + 1);
     for (std::uint64_t j = 0; j < n; ++j) chunk[j] = ud_tick(next + j);
     const PublishResult r = pub.publish(std::span<const Tick>(chunk.data(), n));
+    // Line B carries the same ticks: all of them, so that its sequence stays line A's.
+    for (std::uint64_t done = 0; pub_b && done < r.published;) {
+      const PublishResult rb = pub_b->publish(std::span<const Tick>(chunk.data() + done, r.published - done));
+      done += rb.published;
+      if (rb.status == PublishStatus::closed) {
+        std::printf("ud_peer publisher: FAIL: line B closed at %" PRIu64 "\n", next + done);
+        return 1;
+      }
+    }
     next += r.published;
     if (r.status == PublishStatus::closed) {
       std::printf("ud_peer publisher: FAIL: publisher closed at %" PRIu64 "\n", next);
@@ -159,6 +191,7 @@ int publish(const PubOpts& o) {
     }
   }
   (void)pub.flush();
+  if (pub_b) (void)pub_b->flush();
   const double secs = since(t0);
   const double cpu = cpu_seconds() - cpu0;
   const auto& u = pub.ud_counters();
@@ -175,8 +208,8 @@ int publish(const PubOpts& o) {
   const auto t_end = SteadyClock::now();
   bool had = pub.subscriber_count() > 0;
   while (since(t_end) * 1000 < o.linger_ms) {
-    pub.service();
-    const std::uint32_t n = pub.subscriber_count();
+    service();
+    const std::uint32_t n = pub.subscriber_count() + (pub_b ? pub_b->subscriber_count() : 0);
     if (!o.hold && had && n == 0) break;
     had = had || n > 0;
     std::this_thread::sleep_for(Ms(1));
@@ -296,6 +329,75 @@ int subscribe(const SubOpts& o) {
   return ok ? 0 : 1;
 }
 
+struct FailoverOpts {
+  std::string group;
+  std::string group_b;
+  std::uint64_t count = 1000;
+  int timeout_ms = 120000;
+  int recovery_delay_us = 20000;
+  int hole_timeout_ms = 500;
+};
+
+// One stream over two UD lines: every tick once, in order, with its content; nothing lost on both
+// lines (each line recovers what neither brought).
+int failover(const FailoverOpts& o) {
+  FailoverConfig fc;
+  const std::string groups[2] = {o.group, o.group_b};
+  for (int i = 0; i < 2; ++i) {
+    fc.line[i] = ud_subscriber_config(groups[i]);
+    fc.line[i].channel = i == 0 ? "line-a" : "line-b";
+    fc.line[i].rdma.reorder_buffer = 1 << 16;  // holds what arrives while a hole waits its delay
+    fc.line[i].rdma.recv_buffers = 1024;
+    fc.line[i].publisher_timeout = Ms(10000);
+  }
+  fc.window = 1 << 16;
+  fc.recovery_delay = std::chrono::microseconds(o.recovery_delay_us);
+  fc.hole_timeout = std::chrono::microseconds(std::int64_t{o.hole_timeout_ms} * 1000);
+  FailoverSubscriber fs(fc);
+  std::printf("ud_peer failover: joined 2 lines (%s, %s), recovery delay %d us (line B %d us)\n",
+              o.group.c_str(), o.group_b.c_str(), o.recovery_delay_us, 2 * o.recovery_delay_us);
+  std::fflush(stdout);
+
+  std::uint64_t last = 0;
+  std::uint64_t delivered = 0;
+  std::uint64_t disorder = 0;
+  std::uint64_t bad = 0;
+  auto handler = [&](const Tick& t) {
+    if (t.seq != last + 1) ++disorder;
+    if (!ud_tick_ok(t)) ++bad;
+    last = t.seq;
+    ++delivered;
+  };
+  Backoff idle(BackoffConfig{200, 10, 10000, 1000000});
+  const auto t0 = SteadyClock::now();
+  bool timed_out = false;
+  while (delivered < o.count) {
+    const FailoverCounters c = fs.counters();
+    if (c.gaps + c.skipped != 0) break;
+    idle.idle(static_cast<int>(fs.poll(handler)));
+    if (since(t0) * 1000 > o.timeout_ms) {
+      timed_out = true;
+      break;
+    }
+  }
+  const FailoverCounters c = fs.counters();
+  std::printf("ud_peer failover: delivered %" PRIu64 " of %" PRIu64 " in %.3f s, out of order %" PRIu64
+              ", bad content %" PRIu64 ", lost on both lines %" PRIu64 ", given up %" PRIu64 "\n",
+              delivered, o.count, since(t0), disorder, bad, c.gaps, c.skipped);
+  for (int i = 0; i < 2; ++i) {
+    const FailoverLineCounters& l = c.line[i];
+    std::printf("ud_peer failover: line %c first %" PRIu64 " duplicates %" PRIu64 " downs %" PRIu64
+                " recovered %" PRIu64 "\n",
+                i == 0 ? 'A' : 'B', l.first, l.duplicates, l.downs, l.recovered);
+  }
+  const bool ok = !timed_out && delivered == o.count && disorder == 0 && bad == 0 && c.gaps == 0 && c.skipped == 0;
+  if (timed_out) std::printf("ud_peer failover: FAIL: timed out after %d ms\n", o.timeout_ms);
+  std::printf("ud_peer failover: %s\n", ok ? "OK" : "FAIL");
+  std::fflush(stdout);
+  watchdog(15);
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -304,6 +406,7 @@ int main(int argc, char** argv) {
   PubOpts po;
   auto* pub = app.add_subcommand("publish", "publish ticks to a group");
   pub->add_option("--group", po.group);
+  pub->add_option("--group-b", po.group_b, "publish every batch on this group too (port + 1)");
   pub->add_option("--port", po.port);
   pub->add_option("--count", po.count);
   pub->add_option("--batch", po.batch, "ticks per datagram");
@@ -327,10 +430,19 @@ int main(int argc, char** argv) {
   sub->add_flag("--allow-loss", so.allow_loss);
   sub->add_option("--recv-buffers", so.recv_buffers);
   sub->add_option("--reorder", so.reorder);
+  FailoverOpts fo;
+  auto* fail = app.add_subcommand("failover", "receive one stream over two lines and check it");
+  fail->add_option("--group", fo.group)->required();
+  fail->add_option("--group-b", fo.group_b)->required();
+  fail->add_option("--count", fo.count);
+  fail->add_option("--timeout-ms", fo.timeout_ms);
+  fail->add_option("--recovery-delay-us", fo.recovery_delay_us);
+  fail->add_option("--hole-timeout-ms", fo.hole_timeout_ms);
   CLI11_PARSE(app, argc, argv);
   install_diagnostics();
   try {
     (void)Clock::instance();
+    if (fail->parsed()) return failover(fo);
     return pub->parsed() ? publish(po) : subscribe(so);
   } catch (const std::exception& e) {
     std::printf("ud_peer: FAIL: %s\n", e.what());

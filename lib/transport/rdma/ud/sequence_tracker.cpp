@@ -13,6 +13,14 @@ Hole SequenceTracker::first_hole(std::uint64_t max_len) const noexcept {
   if (s >= end) return h;
   h.lo = s;
   h.hi = std::min(end, s + max_len);
+  if (covering_) {
+    // Under failover, what is present between two holes may mean the other line brought the
+    // second one: read one run at a time, and not what the other line is known to have brought.
+    std::uint64_t e = s + 1;
+    while (e < h.hi && window_[e & mask_].seq != e) ++e;
+    h.hi = read_until_ > h.lo ? std::min(e, read_until_) : e;
+    return h;
+  }
   // Fetch no present ticks at the end of the run (the start is missing by construction).
   while (h.hi > h.lo + 1 && window_[(h.hi - 1) & mask_].seq == h.hi - 1) --h.hi;
   return h;

@@ -11,9 +11,11 @@
 //     are marked lost and counted when delivery reaches them;
 //   - a tick beyond the window is not stored ("overrun"): it stays a hole, left to recovery;
 //   - give_up(upto) declares every hole below `upto` lost (no recovery possible);
-//   - cover(upto): another line delivered the stream below `upto` (FailoverSubscriber): holes
-//     below it are passed without a read and without a loss ("covered"). Present ticks below it
-//     are still delivered (the other line's duplicates).
+//   - cover(upto, read_until): another line delivered the stream below `upto` (FailoverSubscriber):
+//     holes below it are passed without a read and without a loss ("covered"). Present ticks
+//     below it are still delivered (the other line's duplicates). From the first cover on, a read
+//     is one run of missing ticks only, and stops at `read_until`: the other line brought what
+//     lies beyond it.
 // A lost run is counted once in loss_events (the "skips" of SubscriberCounters).
 //
 // Single thread; no allocation (the window belongs to the caller), no system call.
@@ -170,10 +172,13 @@ class SequenceTracker {
     if (upto > abandon_until_) abandon_until_ = upto;
   }
 
-  // Another line delivered every sequence below `upto`: holes below it need no recovery and are
-  // no loss. Only sequences known to exist (below highest()) are passed.
-  void cover(std::uint64_t upto) noexcept {
+  // Another line delivered every sequence below `upto`, and brought `read_until` (~0: nothing
+  // known): holes below `upto` need no recovery and are no loss; a hole at or after it is read
+  // only up to `read_until`. Only sequences known to exist (below highest()) are passed.
+  void cover(std::uint64_t upto, std::uint64_t read_until = ~std::uint64_t{0}) noexcept {
     if (upto > covered_until_) covered_until_ = upto;
+    read_until_ = read_until;
+    covering_ = true;
   }
 
  private:
@@ -185,6 +190,8 @@ class SequenceTracker {
   std::uint64_t highest_ = 0;  // one past the highest sequence known to exist
   std::uint64_t abandon_until_ = 0;  // holes below this are lost (give_up)
   std::uint64_t covered_until_ = 0;  // holes below this were delivered by another line (cover)
+  std::uint64_t read_until_ = ~std::uint64_t{0};  // the other line brought this (cover)
+  bool covering_ = false;  // cover() was called: reads are one missing run each
   bool lost_run_ = false;
   TrackerCounters c_{};
 };

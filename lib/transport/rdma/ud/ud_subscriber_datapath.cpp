@@ -212,8 +212,8 @@ bool UdSubscriber::hole_aged(Group& g, std::uint64_t lo, std::uint64_t now) noex
 }
 
 // One stream per line under failover (FailoverConfig::validate): the first group's.
-void UdSubscriber::cover_below(std::uint64_t seq) noexcept {
-  if (!groups_.empty()) groups_.front()->tracker.cover(seq);
+void UdSubscriber::cover_below(std::uint64_t seq, std::uint64_t read_until) noexcept {
+  if (!groups_.empty()) groups_.front()->tracker.cover(seq, read_until);
 }
 
 std::size_t UdSubscriber::poll(detail::TickSink sink, std::size_t limit) noexcept {
