@@ -32,7 +32,8 @@ namespace {
 
 constexpr detail::EnumName<BlockKind> kKindNames[] = {{BlockKind::free, "free"},
                                                       {BlockKind::publisher, "publisher"},
-                                                      {BlockKind::subscriber, "subscriber"}};
+                                                      {BlockKind::subscriber, "subscriber"},
+                                                      {BlockKind::failover, "failover"}};
 constexpr detail::EnumName<EndpointState> kStateNames[] = {{EndpointState::open, "open"},
     {EndpointState::connecting, "connecting"}, {EndpointState::active, "active"},
     {EndpointState::evicted, "evicted"}, {EndpointState::publisher_gone, "publisher gone"},
@@ -78,7 +79,7 @@ class Registry {
     std::uint64_t epoch = 0;
   };
 
-  Claimed claim(BlockKind kind, TransportKind transport, std::string_view label, RowSource rows) {
+  Claimed claim(const Identity& id, RowSource rows) {
     std::unique_lock lk(mu_);
     if (pid_ != ::getpid()) forget_parent_locked();
     if (base_ == nullptr && !open_file_locked()) return {};
@@ -99,15 +100,17 @@ class Registry {
     const std::uint64_t seq = b.identity_seq.load(std::memory_order_relaxed);
     b.identity_seq.store(seq + 1, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
-    b.kind.store(static_cast<std::uint64_t>(kind), std::memory_order_relaxed);
-    b.transport.store(static_cast<std::uint64_t>(transport), std::memory_order_relaxed);
+    b.kind.store(static_cast<std::uint64_t>(id.kind), std::memory_order_relaxed);
+    b.transport.store(static_cast<std::uint64_t>(id.transport), std::memory_order_relaxed);
     b.registered_ns.store(realtime_ns(), std::memory_order_relaxed);
-    store_name(b.label, kNameWords, label);
+    store_name(b.label, kNameWords, id.label);
+    b.transport_b.store(static_cast<std::uint64_t>(id.transport_b), std::memory_order_relaxed);
+    store_name(b.label_b, kNameWords, id.label_b);
     for (Word& c : b.counters) c.store(0, std::memory_order_relaxed);
     for (Word& c : b.thread_counters) c.store(0, std::memory_order_relaxed);
     b.row_count.store(0, std::memory_order_relaxed);
     b.refreshed_ns.store(0, std::memory_order_relaxed);
-    b.state.store(static_cast<std::uint32_t>(kind == BlockKind::publisher
+    b.state.store(static_cast<std::uint32_t>(id.kind == BlockKind::publisher
                                                  ? EndpointState::open
                                                  : EndpointState::connecting),
                   std::memory_order_relaxed);
@@ -312,6 +315,8 @@ const CounterInfo* counter_info(BlockKind kind, std::uint32_t index) noexcept {
   if (kind == BlockKind::subscriber && index < std::size(kSubCounterInfo)) {
     return &kSubCounterInfo[index];
   }
+  // A failover's own counters; its lines' are per line (kFoLineCounterInfo, fo_word).
+  if (kind == BlockKind::failover && index < std::size(kFoCounterInfo)) return &kFoCounterInfo[index];
   return nullptr;
 }
 
@@ -346,6 +351,7 @@ std::uint32_t counter_count(BlockKind kind) noexcept {
   switch (kind) {
     case BlockKind::publisher: return static_cast<std::uint32_t>(PubCounter::count_);
     case BlockKind::subscriber: return static_cast<std::uint32_t>(SubCounter::count_);
+    case BlockKind::failover: return static_cast<std::uint32_t>(FoCounter::count_);
     case BlockKind::free: break;
   }
   return 0;
@@ -365,17 +371,35 @@ void Registration::reset() noexcept {
   counters_ = nullptr;
 }
 
-Registration register_endpoint(BlockKind kind, TransportKind transport, std::string_view label,
-                               RowSource rows) {
+namespace {
+
+Registration register_identity(const Identity& id, RowSource rows) {
   if (!enabled_by_environment()) return {};
   try {
-    const auto c = Registry::instance().claim(kind, transport, label, std::move(rows));
+    const auto c = Registry::instance().claim(id, std::move(rows));
     if (c.block == nullptr) return {};
     return RegistrationAccess::make(c.block, c.epoch);
   } catch (const std::exception& e) {
-    logger()->warn("stats: no live counters for '{}': {}", label, e.what());
+    logger()->warn("stats: no live counters for '{}': {}", id.label, e.what());
     return {};
   }
+}
+
+}  // namespace
+
+Registration register_endpoint(BlockKind kind, TransportKind transport, std::string_view label,
+                               RowSource rows) {
+  return register_identity({kind, transport, label, {}, {}}, std::move(rows));
+}
+
+Registration register_endpoint(const Identity& id) { return register_identity(id, {}); }
+
+std::string endpoint_label(const SubscriberConfig& c) {
+  std::string label = c.channel;
+  if (c.transport != TransportKind::shm && !c.rdma.address.empty()) {
+    label += "@" + c.rdma.address + ":" + std::to_string(c.rdma.port);
+  }
+  return label;
 }
 
 bool enabled_by_environment() noexcept {

@@ -4,12 +4,15 @@
 //   <dir>/tickrail-stat.<pid>      dir: $TICKRAIL_STAT_DIR, default /dev/shm
 //   [ FileHeader ]                 magic (written last), version, pid, process start time,
 //                                  program name, geometry, TSC rate
-//   [ Block x kMaxBlocks ]         one per Publisher or Subscriber of the process
+//   [ Block x kMaxBlocks ]         one per Publisher, Subscriber or FailoverSubscriber of the
+//                                  process
 //
 // A block has three parts, each on its own pair of cache lines because each has one writer:
-//   identity   kind, transport, channel: written at registration (control plane)
-//   counters   the tables of tickrail/counters.hpp (PubCounter, SubCounter): written by the publishing or
-//              polling thread with relaxed stores (plain moves on x86), never locked, never RMW
+//   identity   kind, transport, channel (a failover: both lines'): written at registration
+//              (control plane)
+//   counters   the tables of tickrail/counters.hpp (PubCounter, SubCounter), or a failover's
+//              (FoCounter, FoLineCounter, below): written by the publishing or polling thread
+//              with relaxed stores (plain moves on x86), never locked, never RMW
 //   rows       a publisher's per-subscriber table (position, lag, back-pressure): rewritten by
 //              the process's stats thread every kRefreshPeriod from Publisher::subscribers(); beside
 //              it, the wake-up counts of the library's background threads (the `thread` rows)
@@ -46,18 +49,20 @@
 
 namespace tickrail::stats {
 
-// ---- layout (version 1) ------------------------------------------------------------------
+// ---- layout (version 2) ------------------------------------------------------------------
 
 inline constexpr std::uint64_t kMagic = 0x3154415453525454ULL;  // "TTRSTAT1" in memory
-inline constexpr std::uint32_t kVersion = 1;
+// 2: failover blocks, and the identity's second pair of lines (line B) before the counters.
+inline constexpr std::uint32_t kVersion = 2;
 inline constexpr std::uint32_t kMaxBlocks = 64;
 inline constexpr std::uint32_t kMaxRows = kMaxSubscribers;
 inline constexpr std::size_t kLinePair = 2 * kCacheLine;  // the adjacent-line prefetcher pairs lines
 inline constexpr std::size_t kNameWords = 8;             // names: 64 bytes, NUL-padded
 
-enum class BlockKind : std::uint32_t { free = 0, publisher = 1, subscriber = 2 };
+enum class BlockKind : std::uint32_t { free = 0, publisher = 1, subscriber = 2, failover = 3 };
 
-// One enum for both kinds: publishers are open or closed, subscribers follow SubscriberState.
+// One enum for every kind: publishers are open or closed, subscribers follow SubscriberState, a
+// failover is active while a line is up and `publisher gone` while both are down.
 enum class EndpointState : std::uint32_t {
   open = 0,
   connecting,
@@ -82,6 +87,39 @@ inline constexpr CounterInfo kSubCounterInfo[] = {TICKRAIL_SUBSCRIBER_COUNTERS(T
 #undef TICKRAIL_DETAIL_INFO
 static_assert(std::size(kPubCounterInfo) == static_cast<std::size_t>(PubCounter::count_));
 static_assert(std::size(kSubCounterInfo) == static_cast<std::size_t>(SubCounter::count_));
+
+// A FailoverSubscriber's counters (FailoverCounters): its own, then line A's, then line B's. All
+// written by its polling thread, where their values change (docs/failover.md, "Counters").
+// Columns: X(name, kind, help), kind as in tickrail/counters.hpp.
+// clang-format off
+#define TICKRAIL_FAILOVER_COUNTERS(X)                                                              \
+  X(delivered, counter, "Ticks delivered, each sequence number once, from the line that brought it first.") \
+  X(gaps, counter, "Sequence numbers lost on both lines.")                                         \
+  X(skipped, counter, "Sequence numbers given up (waited hole_timeout, or the lines were a window apart).")
+#define TICKRAIL_FAILOVER_LINE_COUNTERS(X)                                                         \
+  X(first, counter, "Ticks delivered from this line: it brought them first.")                      \
+  X(duplicates, counter, "Copies from this line discarded (delivered already, or given up).")      \
+  X(downs, counter, "Times the line went down (its publisher closed, went silent or evicted it).") \
+  X(down_ns, counter, "Time the line spent down until it last came back, in ns.")                  \
+  X(up, gauge, "1 while the line is up, 0 while down.")                                            \
+  X(down_since_ns, gauge, "When the line went down (Unix time, ns); 0 while up.")
+// clang-format on
+#define TICKRAIL_DETAIL_INDEX3(name, kind, help) name,
+enum class FoCounter : std::uint32_t { TICKRAIL_FAILOVER_COUNTERS(TICKRAIL_DETAIL_INDEX3) count_ };
+enum class FoLineCounter : std::uint32_t { TICKRAIL_FAILOVER_LINE_COUNTERS(TICKRAIL_DETAIL_INDEX3) count_ };
+#undef TICKRAIL_DETAIL_INDEX3
+#define TICKRAIL_DETAIL_INFO3(name, kind, help) CounterInfo{#name, #kind[0] == 'c', help, false},
+inline constexpr CounterInfo kFoCounterInfo[] = {TICKRAIL_FAILOVER_COUNTERS(TICKRAIL_DETAIL_INFO3)};
+inline constexpr CounterInfo kFoLineCounterInfo[] = {TICKRAIL_FAILOVER_LINE_COUNTERS(TICKRAIL_DETAIL_INFO3)};
+#undef TICKRAIL_DETAIL_INFO3
+// The counter word of a failover block that holds `c`, or line `line`'s `c`.
+constexpr std::uint32_t fo_word(FoCounter c) noexcept { return static_cast<std::uint32_t>(c); }
+constexpr std::uint32_t fo_word(int line, FoLineCounter c) noexcept {
+  return static_cast<std::uint32_t>(FoCounter::count_) +
+         static_cast<std::uint32_t>(line & 1) * static_cast<std::uint32_t>(FoLineCounter::count_) +
+         static_cast<std::uint32_t>(c);
+}
+static_assert(fo_word(1, FoLineCounter::count_) <= kCounters);
 
 // Words for the `thread` rows of one block, apart from the hot counters.
 inline constexpr std::uint32_t kThreadCounters = 8;
@@ -140,7 +178,10 @@ struct alignas(kLinePair) Block {
   Word kind;                          // BlockKind
   Word transport;                     // TransportKind
   Word registered_ns;                 // CLOCK_REALTIME
-  Word label[kNameWords];             // channel (and peer address for RDMA)
+  Word label[kNameWords];             // channel (and peer address for RDMA); a failover: line A's
+  // A failover's line B (line A's are `transport` and `label`), under identity_seq too.
+  alignas(kLinePair) Word transport_b;
+  Word label_b[kNameWords];
 
   // Hot counters: the publishing or polling thread only.
   alignas(kLinePair) Word counters[kCounters];
@@ -157,10 +198,11 @@ struct alignas(kLinePair) Block {
 };
 
 static_assert(sizeof(FileHeader) == kLinePair);
-static_assert(offsetof(Block, counters) == kLinePair);
-static_assert(offsetof(Block, rows_seq) == 2 * kLinePair);
-static_assert(offsetof(Block, rows) == 3 * kLinePair);
-static_assert(sizeof(Block) == (3 + kMaxRows) * kLinePair);
+static_assert(offsetof(Block, transport_b) == kLinePair);
+static_assert(offsetof(Block, counters) == 2 * kLinePair);
+static_assert(offsetof(Block, rows_seq) == 3 * kLinePair);
+static_assert(offsetof(Block, rows) == 4 * kLinePair);
+static_assert(sizeof(Block) == (4 + kMaxRows) * kLinePair);
 static_assert(sizeof(Block) % kLinePair == 0);
 
 inline constexpr std::size_t kFileSize = sizeof(FileHeader) + kMaxBlocks * sizeof(Block);
@@ -217,12 +259,32 @@ struct RegistrationAccess {
   static std::uint64_t epoch(const Registration& r) noexcept { return r.epoch_; }
 };
 
+// What a block says it is: a failover adds its line B.
+struct Identity {
+  BlockKind kind = BlockKind::free;
+  TransportKind transport{};
+  std::string_view label;
+  TransportKind transport_b{};
+  std::string_view label_b;
+};
+
+// The label of a subscriber's block: its channel, and an RDMA publisher's address.
+[[nodiscard]] std::string endpoint_label(const SubscriberConfig& c);
+
 // Claims a block in this process's file, creating the file first if needed. Returns an empty
 // Registration (counters off) when TICKRAIL_STATS=0, when every block is taken, or when the file
 // cannot be created (logged once, with the path and errno): counters never stop an app.
 // A publisher passes its RowSource; this starts the process's stats thread. Never throws.
 [[nodiscard]] Registration register_endpoint(BlockKind kind, TransportKind transport,
                                              std::string_view label, RowSource rows = {});
+// The same for any identity (a FailoverSubscriber's).
+[[nodiscard]] Registration register_endpoint(const Identity& id);
+
+// Polling thread: stores `v` into word `w` of a failover's block (fo_word); a relaxed store, as
+// Registration::put. Only on a registration that holds a block.
+inline void put(const Registration& r, std::uint32_t w, std::uint64_t v) noexcept {
+  r.block()->counters[w].store(v, std::memory_order_relaxed);
+}
 
 // Whether TICKRAIL_STATS allows counters (unset, or anything but "0", "off", "false", "no").
 [[nodiscard]] bool enabled_by_environment() noexcept;

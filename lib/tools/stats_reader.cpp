@@ -113,14 +113,43 @@ Copied copy_block(int fd, std::uint32_t i, Block& b, bool& rows_ok) {
 bool read_identity(const Block& b, BlockSnapshot& out) {
   const std::uint64_t kind = b.kind.load(std::memory_order_relaxed);
   if (kind != static_cast<std::uint64_t>(BlockKind::publisher) &&
-      kind != static_cast<std::uint64_t>(BlockKind::subscriber)) {
+      kind != static_cast<std::uint64_t>(BlockKind::subscriber) &&
+      kind != static_cast<std::uint64_t>(BlockKind::failover)) {
     return false;
   }
   out.kind = static_cast<BlockKind>(kind);
   out.transport = word_name<TransportKind>(b.transport.load(std::memory_order_relaxed));
   out.registered_ns = b.registered_ns.load(std::memory_order_relaxed);
   out.label = load_name(b.label, kNameWords);
+  if (out.kind == BlockKind::failover) {
+    out.lines[0].transport = out.transport;
+    out.lines[0].label = out.label;
+    out.lines[1].transport = word_name<TransportKind>(b.transport_b.load(std::memory_order_relaxed));
+    out.lines[1].label = load_name(b.label_b, kNameWords);
+  }
   return true;
+}
+
+// A failover's lines from its counters. A line down now has been down since down_since_ns: that
+// time counts until `now_ns` (0: a dead process, whose time stopped with it).
+void read_failover_lines(BlockSnapshot& s, std::uint64_t now_ns) {
+  for (int i = 0; i < 2; ++i) {
+    FailoverLineSnapshot& l = s.lines[static_cast<std::size_t>(i)];
+    const auto word = [&](FoLineCounter c) { return s.counters[fo_word(i, c)]; };
+    l.up = word(FoLineCounter::up) != 0;
+    l.first = word(FoLineCounter::first);
+    l.duplicates = word(FoLineCounter::duplicates);
+    l.downs = word(FoLineCounter::downs);
+    l.down_since_ns = l.up ? 0 : word(FoLineCounter::down_since_ns);
+    l.down_ns = word(FoLineCounter::down_ns);
+    if (now_ns != 0 && l.down_since_ns != 0 && now_ns > l.down_since_ns) l.down_ns += now_ns - l.down_since_ns;
+  }
+}
+
+std::uint64_t unix_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
 void read_rows(const Block& b, BlockSnapshot& out) {
@@ -144,7 +173,7 @@ void read_rows(const Block& b, BlockSnapshot& out) {
 }
 
 // Block `i` of the file, retried while its writer rewrites it. False: the file is shorter now.
-bool read_block(int fd, std::uint32_t i, Block& b, std::vector<BlockSnapshot>& out) {
+bool read_block(int fd, std::uint32_t i, Block& b, std::vector<BlockSnapshot>& out, std::uint64_t now_ns) {
   for (int t = 0; t < kSeqlockTries; ++t) {
     bool rows_ok = false;
     const Copied c = copy_block(fd, i, b, rows_ok);
@@ -164,6 +193,7 @@ bool read_block(int fd, std::uint32_t i, Block& b, std::vector<BlockSnapshot>& o
     }
     s.rows_consistent = false;
     if (s.kind == BlockKind::publisher && rows_ok) read_rows(b, s);
+    if (s.kind == BlockKind::failover) read_failover_lines(s, now_ns);
     out.push_back(std::move(s));
     return true;
   }
@@ -220,6 +250,17 @@ void mark_incomplete(ProcessSnapshot& p, int fd) {
   p.note = "incomplete: the file shrank (now " + std::to_string(now) +
            " bytes) while it was read; not read";
   p.blocks.clear();
+}
+
+// Why a file of another layout is not read: the process runs an older or a newer tickrail.
+std::string layout_note(const std::string& path, const FileHeader& h, std::size_t size) {
+  if (h.version == kVersion) {
+    return path + ": counters layout version " + std::to_string(h.version) + " but another geometry (" +
+           std::to_string(size) + " bytes, blocks of " + std::to_string(h.block_size) + "): not read";
+  }
+  return path + ": counters layout version " + std::to_string(h.version) + ", this tickrail-stat reads version " +
+         std::to_string(kVersion) + " only (the process runs " + (h.version < kVersion ? "an older" : "a newer") +
+         " tickrail; read it with the tickrail-stat of its version): not read";
 }
 
 ProcessSnapshot read_impl(const std::string& path, const std::string& proc_root, FileIdentity& id) {
@@ -284,14 +325,14 @@ ProcessSnapshot read_impl(const std::string& path, const std::string& proc_root,
       h.block_count > kMaxBlocks || size < sizeof(FileHeader) + h.block_count * sizeof(Block)) {
     if (p.status == ProcessStatus::alive) {
       p.status = ProcessStatus::incompatible;
-      p.note = "layout version " + std::to_string(h.version) + " (this reader knows " +
-               std::to_string(kVersion) + "), " + std::to_string(size) + " bytes";
+      p.note = layout_note(path, h, size);
     }
     return p;
   }
+  const std::uint64_t now = p.status == ProcessStatus::alive ? unix_ns() : 0;
   const auto block = std::make_unique<Block>();
   for (std::uint32_t i = 0; i < h.block_count; ++i) {
-    if (!read_block(fd.get(), i, *block, p.blocks)) {
+    if (!read_block(fd.get(), i, *block, p.blocks, now)) {
       mark_incomplete(p, fd.get());
       return p;
     }
@@ -336,7 +377,35 @@ const BlockSnapshot* find_block(std::span<const ProcessSnapshot> ps, int pid,
   return nullptr;
 }
 
+// The share of the ticks delivered that `first` is, 0..1; null before any.
+nlohmann::json share(std::uint64_t first, std::uint64_t delivered) {
+  return delivered == 0 ? nlohmann::json(nullptr)
+                        : nlohmann::json(static_cast<double>(first) / static_cast<double>(delivered));
+}
+
+// A failover: its lines side by side instead of one transport and channel.
+nlohmann::json failover_json(const BlockSnapshot& b) {
+  nlohmann::json j;
+  j["kind"] = to_string(b.kind);
+  j["state"] = to_string(b.state);
+  j["registered_ns"] = b.registered_ns;
+  nlohmann::json c = nlohmann::json::object();
+  for (std::uint32_t i = 0; i < counter_count(b.kind); ++i) c[counter_name(b.kind, i)] = b.counters[i];
+  j["counters"] = std::move(c);
+  nlohmann::json lines = nlohmann::json::array();
+  for (std::size_t i = 0; i < b.lines.size(); ++i) {
+    const FailoverLineSnapshot& l = b.lines[i];
+    lines.push_back({{"line", i == 0 ? "A" : "B"}, {"transport", l.transport}, {"channel", l.label},
+                     {"up", l.up}, {"first", l.first}, {"first_share", share(l.first, b.get(FoCounter::delivered))},
+                     {"duplicates", l.duplicates}, {"downs", l.downs}, {"down_ns", l.down_ns},
+                     {"down_since_ns", l.down_since_ns}});
+  }
+  j["lines"] = std::move(lines);
+  return j;
+}
+
 nlohmann::json block_json(const ProcessSnapshot& p, const BlockSnapshot& b) {
+  if (b.kind == BlockKind::failover) return failover_json(b);
   nlohmann::json j;
   j["kind"] = to_string(b.kind);
   j["transport"] = b.transport;
@@ -514,11 +583,34 @@ std::string prom_double(double v) {
   return buf;
 }
 
+// A failover's lines, each labelled with its line, transport and channel.
+void failover_metrics(Exposition& e, const Labels& base, const BlockSnapshot& b) {
+  for (std::size_t i = 0; i < b.lines.size(); ++i) {
+    const FailoverLineSnapshot& f = b.lines[i];
+    Labels l = base;
+    l.emplace_back("line", i == 0 ? "A" : "B");
+    l.emplace_back("transport", f.transport);
+    l.emplace_back("channel", f.label);
+    e.add("tickrail_failover_line_first_total", "counter", "Ticks delivered from the line: it brought them first.",
+          l, f.first);
+    e.add("tickrail_failover_line_duplicates_total", "counter", "Copies from the line discarded.", l, f.duplicates);
+    e.add("tickrail_failover_line_downs_total", "counter", "Times the line went down.", l, f.downs);
+    e.add("tickrail_failover_line_down_seconds_total", "counter", "Time the line spent down, until now.", l,
+          prom_double(static_cast<double>(f.down_ns) / 1e9));
+    e.add("tickrail_failover_line_up", "gauge", "1 while the line is up, 0 while down.", l, f.up ? 1 : 0);
+  }
+}
+
 void endpoint_metrics(Exposition& e, const ProcessSnapshot& p, const BlockSnapshot& b) {
   const std::string role = to_string(b.kind);
-  const Labels base = {{"pid", std::to_string(p.pid)}, {"program", p.program},
-                       {"role", role},                 {"transport", b.transport},
-                       {"channel", b.label},           {"endpoint", std::to_string(b.index)}};
+  Labels base = {{"pid", std::to_string(p.pid)}, {"program", p.program},
+                 {"role", role},                 {"transport", b.transport},
+                 {"channel", b.label},           {"endpoint", std::to_string(b.index)}};
+  // A failover has two transports and channels: its lines' metrics carry them.
+  if (b.kind == BlockKind::failover) {
+    base = {{"pid", std::to_string(p.pid)}, {"program", p.program}, {"role", role}, {"endpoint", std::to_string(b.index)}};
+    failover_metrics(e, base, b);
+  }
   for (std::uint32_t i = 0; i < counter_count(b.kind); ++i) {
     const CounterInfo& c = *counter_info(b.kind, i);
     const std::string name = "tickrail_" + role + "_" + c.name + (c.grows ? "_total" : "");
@@ -572,6 +664,44 @@ std::string format_prometheus(std::span<const ProcessSnapshot> ps) {
   return e.text();
 }
 
+namespace {
+
+// A failover: what it delivered, then its two lines side by side (each line's own subscriber
+// follows as its own block while attached).
+std::string failover_text(const BlockSnapshot& b, const BlockSnapshot* prev, double seconds) {
+  std::ostringstream o;
+  const std::uint64_t delivered = b.get(FoCounter::delivered);
+  o << "  failover '" << b.lines[0].label << "' + '" << b.lines[1].label << "' " << to_string(b.state)
+    << "\n    delivered " << delivered;
+  if (prev != nullptr && delivered >= prev->get(FoCounter::delivered)) {
+    o << " (" << human_rate(static_cast<double>(delivered - prev->get(FoCounter::delivered)) / seconds) << ")";
+  }
+  o << "  gaps " << b.get(FoCounter::gaps) << " (lost on both lines)  skipped " << b.get(FoCounter::skipped)
+    << " (given up)\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "      %-4s  %-9s %-24s %-5s %22s %12s %6s %10s\n", "line", "transport",
+                "channel", "state", "first (share)", "duplicates", "downs", "time down");
+  o << line;
+  for (std::size_t i = 0; i < b.lines.size(); ++i) {
+    const FailoverLineSnapshot& l = b.lines[i];
+    char first[64];
+    if (delivered == 0) {
+      std::snprintf(first, sizeof first, "%llu", static_cast<unsigned long long>(l.first));
+    } else {
+      std::snprintf(first, sizeof first, "%llu (%.1f%%)", static_cast<unsigned long long>(l.first),
+                    100.0 * static_cast<double>(l.first) / static_cast<double>(delivered));
+    }
+    std::snprintf(line, sizeof line, "      %-4s  %-9s %-24s %-5s %22s %12llu %6llu %10s\n", i == 0 ? "A" : "B",
+                  l.transport.c_str(), ("'" + l.label + "'").c_str(), l.up ? "up" : "down", first,
+                  static_cast<unsigned long long>(l.duplicates), static_cast<unsigned long long>(l.downs),
+                  human_ns(static_cast<double>(l.down_ns)).c_str());
+    o << line;
+  }
+  return o.str();
+}
+
+}  // namespace
+
 std::string format_text(std::span<const ProcessSnapshot> now, std::span<const ProcessSnapshot> before,
                         double seconds) {
   std::ostringstream o;
@@ -595,6 +725,10 @@ std::string format_text(std::span<const ProcessSnapshot> now, std::span<const Pr
     for (const BlockSnapshot& b : p.blocks) {
       const BlockSnapshot* prev =
           seconds > 0 ? find_block(before, p.pid, p.start_time, b) : nullptr;
+      if (b.kind == BlockKind::failover) {
+        o << failover_text(b, prev, seconds);
+        continue;
+      }
       o << "  " << to_string(b.kind) << " " << b.transport << " '" << b.label << "' "
         << to_string(b.state) << "\n    ";
       int col = 0;

@@ -7,6 +7,7 @@
 
 #include "core/line_arbiter.hpp"
 #include "core/log.hpp"
+#include "core/stats.hpp"
 #include "core/thread.hpp"
 #include "tickrail/clock.hpp"
 #include "tickrail/error.hpp"
@@ -139,6 +140,9 @@ struct FailoverSubscriber::Impl {
   template <class Deliver>
   void watch_hole(Deliver& deliver) noexcept;
   void time_copy(int i, std::uint64_t seq, bool first, std::uint64_t now, const detail::LeadSink& lead) noexcept;
+  void register_stats();
+  void store_flow() noexcept;
+  void store_line(int i) noexcept;
 
   FailoverConfig config;
   detail::LineArbiter arb;
@@ -154,8 +158,53 @@ struct FailoverSubscriber::Impl {
     int line = 0;
   };
   std::vector<Stamp> stamps;
+  // The live counters (tickrail-stat): empty when off. A line's down_since becomes Unix ns
+  // through the Clock reading and the Unix time of registration.
+  stats::Registration stats;
+  std::uint64_t stats_cycles = 0;
+  std::uint64_t stats_unix_ns = 0;
   std::jthread thread;
 };
+
+// Registered before the lines attach: a line that cannot starts down after stats_cycles.
+void FailoverSubscriber::Impl::register_stats() {
+  if (!config.line[0].stats && !config.line[1].stats) return;
+  const std::string a = stats::endpoint_label(config.line[0]);
+  const std::string b = stats::endpoint_label(config.line[1]);
+  stats = stats::register_endpoint({stats::BlockKind::failover, config.line[0].transport, a,
+                                    config.line[1].transport, b});
+  if (!stats) return;
+  stats_cycles = Clock::now();
+  stats_unix_ns = stats.block()->registered_ns.load(std::memory_order_relaxed);
+}
+
+// The arbiter's counts: after a poll that brought copies, and where a hole or a line's end moved it.
+void FailoverSubscriber::Impl::store_flow() noexcept {
+  if (!stats) return;
+  stats::put(stats, stats::fo_word(stats::FoCounter::delivered), arb.delivered());
+  stats::put(stats, stats::fo_word(stats::FoCounter::gaps), arb.gaps());
+  stats::put(stats, stats::fo_word(stats::FoCounter::skipped), arb.skipped());
+  for (int i = 0; i < 2; ++i) {
+    stats::put(stats, stats::fo_word(i, stats::FoLineCounter::first), arb.line(i).first);
+    stats::put(stats, stats::fo_word(i, stats::FoLineCounter::duplicates), arb.line(i).duplicates);
+  }
+}
+
+// Line i's state, where it goes down or comes back: no clock read, the line's own stamps converted.
+void FailoverSubscriber::Impl::store_line(int i) noexcept {
+  if (!stats) return;
+  const Line& l = lines[i];
+  const Clock& clock = Clock::instance();
+  const std::uint64_t since =
+      l.up ? 0 : stats_unix_ns + static_cast<std::uint64_t>(clock.to_ns(l.down_since - stats_cycles));
+  stats::put(stats, stats::fo_word(i, stats::FoLineCounter::downs), l.downs);
+  stats::put(stats, stats::fo_word(i, stats::FoLineCounter::down_ns),
+             static_cast<std::uint64_t>(clock.to_ns(l.down_cycles)));
+  stats::put(stats, stats::fo_word(i, stats::FoLineCounter::up), l.up ? 1 : 0);
+  stats::put(stats, stats::fo_word(i, stats::FoLineCounter::down_since_ns), since);
+  stats.set_state(lines[0].up || lines[1].up ? stats::EndpointState::active
+                                             : stats::EndpointState::publisher_gone);
+}
 
 void FailoverSubscriber::Impl::attach_all() {
   std::exception_ptr first;
@@ -214,6 +263,7 @@ void FailoverSubscriber::Impl::adopt(int i, Deliver& deliver) noexcept {
   l.up_since = Clock::now();
   l.down_cycles += l.up_since - l.down_since;
   arb.line_up(i);
+  store_line(i);
 }
 
 template <class Deliver>
@@ -224,6 +274,8 @@ void FailoverSubscriber::Impl::went_down(int i, Deliver& deliver) noexcept {
   l.down_since = Clock::now();
   l.wanted.store(true, std::memory_order_release);
   arb.line_down(i, deliver);
+  store_line(i);
+  store_flow();  // its end may have settled holes
 }
 
 // The first copy of `seq` is stamped; the other line's copy, while its stamp is still in the
@@ -255,6 +307,7 @@ void FailoverSubscriber::Impl::watch_hole(Deliver& deliver) noexcept {
   } else if (now - hole_since >= hole_cycles) {
     arb.skip_hole(deliver);
     hole_since = 0;
+    store_flow();
   }
 }
 
@@ -264,7 +317,9 @@ FailoverSubscriber::FailoverSubscriber(const FailoverConfig& config) {
   impl_->hole_cycles = static_cast<std::uint64_t>(
       Clock::instance().ns_to_cycles(static_cast<double>(config.hole_timeout.count()) * 1e3));
   if (config.measure_lead) impl_->stamps.resize(config.window);
+  impl_->register_stats();
   impl_->attach_all();
+  for (int i = 0; i < 2; ++i) impl_->store_line(i);
   const auto where = detail::Placement::for_endpoint(config.line[0].housekeeping_cpus,
                                                      "failover subscriber '" + config.line[0].channel + "'");
   // A line attached again from tr-failover gets the placement decided here, from the app's
@@ -284,6 +339,7 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::L
                                           std::size_t limit) noexcept {
   Impl& m = *impl_;
   std::size_t n = 0;
+  std::size_t copies = 0;
   auto deliver = [&](const Tick& t) {
     sink(t);
     ++n;
@@ -303,6 +359,7 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::L
       m.time_copy(i, t.seq, first, now, *lead);
     };
     const std::size_t got = l.sub->poll(offer, limit);
+    copies += got;
     // Its state (a clock read) on every 64th empty poll: an ended line has been drained by then.
     if (got == 0 && l.up && (++l.idle & 63u) == 0 && ended(l.sub->state())) m.went_down(i, deliver);
   }
@@ -313,6 +370,7 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::L
   for (Impl::Line& l : m.lines) {
     if (l.covers && l.sub != nullptr) l.sub->cover_below(m.arb.next(), read_until);
   }
+  if (copies != 0) m.store_flow();  // a few stores, once per poll that brought copies
   return n;
 }
 

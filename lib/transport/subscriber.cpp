@@ -77,12 +77,8 @@ Subscriber::Subscriber(const SubscriberConfig& config, const std::function<void(
 
 void Subscriber::start(const SubscriberConfig& config) {
   if (config.stats) {
-    std::string label = config.channel;
-    if (config.transport != TransportKind::shm && !config.rdma.address.empty()) {
-      label += "@" + config.rdma.address + ":" + std::to_string(config.rdma.port);
-    }
-    probe_ = stats::PollProbe(
-        stats::register_endpoint(stats::BlockKind::subscriber, config.transport, label));
+    probe_ = stats::PollProbe(stats::register_endpoint(stats::BlockKind::subscriber, config.transport,
+                                                       stats::endpoint_label(config)));
     if (detail::WakeCounter* w = impl_->wakeups()) {
       w->attach(stats::thread_word(probe_.registration(), stats::SubCounter::background_wakeups));
     }

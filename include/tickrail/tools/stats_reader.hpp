@@ -23,10 +23,22 @@ struct RowSnapshot {
   std::uint64_t back_pressure = 0;
 };
 
+// One line of a FailoverSubscriber (a failover block).
+struct FailoverLineSnapshot {
+  std::string transport;
+  std::string label;
+  bool up = false;
+  std::uint64_t first = 0;
+  std::uint64_t duplicates = 0;
+  std::uint64_t downs = 0;
+  std::uint64_t down_ns = 0;        // time down; a line down now: until the file was read
+  std::uint64_t down_since_ns = 0;  // Unix time it went down; 0 while up
+};
+
 struct BlockSnapshot {
   std::uint32_t index = 0;
   BlockKind kind = BlockKind::free;
-  std::string transport;
+  std::string transport;            // a failover: line A's (lines[0])
   std::string label;
   EndpointState state = EndpointState::open;
   std::uint64_t registered_ns = 0;
@@ -34,7 +46,9 @@ struct BlockSnapshot {
   std::vector<RowSnapshot> rows;   // publishers
   bool rows_consistent = true;     // false: the stats thread kept rewriting them while we read
   std::uint64_t refreshed_ns = 0;
+  std::array<FailoverLineSnapshot, 2> lines{};  // a failover: line A and line B
 
+  [[nodiscard]] std::uint64_t get(FoCounter c) const noexcept { return counters[fo_word(c)]; }
   [[nodiscard]] std::uint64_t get(PubCounter c) const noexcept {
     return counters[static_cast<std::uint32_t>(c)];
   }

@@ -20,6 +20,7 @@
 
 #include "../docs_check.hpp"
 #include "ops_test_util.hpp"
+#include "tickrail/failover.hpp"
 #include "tickrail/publisher.hpp"
 #include "tickrail/tools/stats_reader.hpp"
 #include "tickrail/subscriber.hpp"
@@ -540,4 +541,102 @@ TEST_CASE("statTextNeverCarriesControlCharactersFromTheCountersFile") {
   proc.blocks[0].label += "\xff";
   const auto j = nlohmann::json::parse(stats::format_json(std::span<const stats::ProcessSnapshot>(&proc, 1)));
   CHECK(j[0]["endpoints"][0]["channel"] == "evil\x1b[2J\x07\xef\xbf\xbd");
+}
+
+TEST_CASE("statShowsBothLinesOfAFailoverSubscriber") {
+  Dirs d;
+  const std::string a = "toolfoa" + std::to_string(::getpid());
+  const std::string b = "toolfob" + std::to_string(::getpid());
+  Publisher pa(pub_config(d, a));
+  auto pb = std::make_unique<Publisher>(pub_config(d, b));
+  FailoverConfig fc;
+  for (int i = 0; i < 2; ++i) {
+    fc.line[i].channel = i == 0 ? a : b;
+    fc.line[i].shm_dir = d.shm.path();
+    fc.line[i].attach_timeout = 10s;
+  }
+  fc.reattach_every = 10ms;
+  FailoverSubscriber fs(fc);
+  REQUIRE(eventually([&] {
+    pa.service();
+    pb->service();
+    return pa.subscriber_count() == 1 && pb->subscriber_count() == 1;
+  }));
+  // Line A brings all 8 ticks first, line B only copies; then B's publisher closes.
+  std::uint64_t got = 0;
+  auto app = [&](const Tick&) { ++got; };
+  for (int i = 0; i < 8; ++i) REQUIRE(pa.publish(Tick{}).ok());
+  REQUIRE(eventually([&] { (void)fs.poll(app); return got == 8; }));
+  for (int i = 0; i < 8; ++i) REQUIRE(pb->publish(Tick{}).ok());
+  REQUIRE(eventually([&] { (void)fs.poll(app); return fs.counters().line[1].duplicates == 8; }));
+  pb.reset();
+  REQUIRE(eventually([&] { (void)fs.poll(app); return !fs.line_up(1); }));
+
+  const Run once = run(tool("TICKRAIL_STAT_TOOL") + " --once --dir " + d.stat.path());
+  INFO(once.out);
+  REQUIRE(once.status == 0);
+  CHECK(once.out.find("failover '" + a + "' + '" + b + "' active") != std::string::npos);
+  CHECK(once.out.find("delivered 8  gaps 0 (lost on both lines)  skipped 0 (given up)") != std::string::npos);
+  CHECK(std::regex_search(once.out, std::regex("\\n +A +shm +'" + a + "' +up +8 \\(100\\.0%\\) +0 +0 +0 ns\\n")));
+  CHECK(std::regex_search(once.out, std::regex("\\n +B +shm +'" + b + "' +down +0 \\(0\\.0%\\) +8 +1 +[0-9.]+ [num]?s\\n")));
+  // Line A's own subscriber is still listed beside it.
+  CHECK(once.out.find("subscriber shm '" + a + "' active") != std::string::npos);
+
+  const Run js = run(tool("TICKRAIL_STAT_TOOL") + " --json --dir " + d.stat.path());
+  INFO(js.out);
+  REQUIRE(js.status == 0);
+  const auto all = nlohmann::json::parse(js.out);
+  const auto* me = find_pid(all, ::getpid());
+  REQUIRE(me != nullptr);
+  const nlohmann::json* f = nullptr;
+  for (const auto& e : (*me)["endpoints"]) {
+    if (e["kind"] == "failover") f = &e;
+  }
+  REQUIRE(f != nullptr);
+  CHECK((*f)["state"] == "active");
+  CHECK((*f)["counters"]["delivered"] == 8);
+  CHECK((*f)["counters"]["gaps"] == 0);
+  CHECK((*f)["counters"]["skipped"] == 0);
+  const auto& la = (*f)["lines"].at(0);
+  const auto& lb = (*f)["lines"].at(1);
+  CHECK(la["line"] == "A");
+  CHECK(la["channel"] == a);
+  CHECK(la["transport"] == "shm");
+  CHECK(la["up"] == true);
+  CHECK(la["first"] == 8);
+  CHECK(la["first_share"] == 1.0);
+  CHECK(la["downs"] == 0);
+  CHECK(lb["line"] == "B");
+  CHECK(lb["channel"] == b);
+  CHECK(lb["up"] == false);
+  CHECK(lb["first"] == 0);
+  CHECK(lb["duplicates"] == 8);
+  CHECK(lb["downs"] == 1);
+  CHECK(lb["down_since_ns"].get<std::uint64_t>() != 0);
+  require_json_documented(all, "### JSON of tickrail-stat");
+
+  // Prometheus: a series per line, labelled with its line, transport and channel; all documented.
+  const Run pr = run(tool("TICKRAIL_STAT_TOOL") + " --prometheus --dir " + d.stat.path());
+  INFO(pr.out);
+  REQUIRE(pr.status == 0);
+  const PromText p = parse_prometheus(pr.out);
+  const std::string me_pid = std::to_string(::getpid());
+  const auto one = [&](const std::string& name, const std::map<std::string, std::string>& labels) {
+    const auto found = p.find(name, labels);
+    INFO(name);
+    REQUIRE(found.size() == 1);
+    return found[0]->value;
+  };
+  CHECK(one("tickrail_failover_delivered_total", {{"pid", me_pid}, {"role", "failover"}}) == 8);
+  CHECK(one("tickrail_failover_line_up", {{"line", "A"}, {"channel", a}, {"transport", "shm"}}) == 1);
+  CHECK(one("tickrail_failover_line_up", {{"line", "B"}, {"channel", b}}) == 0);
+  CHECK(one("tickrail_failover_line_duplicates_total", {{"line", "B"}}) == 8);
+  CHECK(one("tickrail_failover_line_downs_total", {{"line", "B"}}) == 1);
+  std::set<std::string> names;
+  for (const auto& [n, t] : p.type) names.insert(n);
+  const auto missing = undocumented(names, docs_section("### Prometheus metrics of tickrail-stat"));
+  std::string list;
+  for (const auto& n : missing) list += " " + n;
+  INFO("metrics missing from docs/apps.md:" << list);
+  CHECK(missing.empty());
 }

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "core/process_identity.hpp"
 #include "tickrail/tools/stats_reader.hpp"
 #include "ops_test_util.hpp"
+#include "tickrail/failover.hpp"
 #include "tickrail/publisher.hpp"
 #include "tickrail/subscriber.hpp"
 
@@ -116,16 +118,62 @@ void write_fake_file(const std::string& path, std::uint64_t magic, std::uint32_t
   ::close(fd);
 }
 
+FailoverConfig failover_config(const Dirs& d, const std::string& a, const std::string& b) {
+  FailoverConfig c;
+  for (int i = 0; i < 2; ++i) {
+    c.line[i] = sub_config(d, i == 0 ? a : b);
+    c.line[i].attach_timeout = 10s;
+    c.line[i].publisher_timeout = 200ms;
+  }
+  c.reattach_every = 10ms;
+  return c;
+}
+
+// This process's failover block, as tickrail-stat reads it.
+std::optional<stats::BlockSnapshot> failover_block(const Dirs& d) {
+  const auto ps = scan_dir(d);
+  const auto* me = find_pid(ps, ::getpid());
+  if (me == nullptr) return std::nullopt;
+  const auto* b = find_kind(*me, stats::BlockKind::failover);
+  return b != nullptr ? std::optional<stats::BlockSnapshot>(*b) : std::nullopt;
+}
+
+// The block says what counters() says (a line's time down aside while it is down: it goes on).
+void check_matches(const stats::BlockSnapshot& b, const FailoverCounters& c) {
+  CHECK(b.get(stats::FoCounter::delivered) == c.delivered);
+  CHECK(b.get(stats::FoCounter::gaps) == c.gaps);
+  CHECK(b.get(stats::FoCounter::skipped) == c.skipped);
+  for (int i = 0; i < 2; ++i) {
+    INFO("line " << (i == 0 ? 'A' : 'B'));
+    const auto& l = b.lines[static_cast<std::size_t>(i)];
+    CHECK(l.first == c.line[i].first);
+    CHECK(l.duplicates == c.line[i].duplicates);
+    CHECK(l.downs == c.line[i].downs);
+    CHECK(l.up == c.line[i].up);
+    CHECK((l.down_since_ns == 0) == l.up);
+    if (l.up) CHECK(l.down_ns == c.line[i].down_ns);
+  }
+}
+
+void publish_n(Publisher& pub, int n) {
+  for (int i = 0; i < n; ++i) REQUIRE(pub.publish(Tick{}).ok());
+}
+
 }  // namespace
 
 TEST_CASE("counterFileLayoutIsFixed") {
   // The layout is the contract with readers of other builds: pin it.
   STATIC_REQUIRE(sizeof(stats::FileHeader) == 128);
   STATIC_REQUIRE(sizeof(stats::Row) == 128);
-  STATIC_REQUIRE(offsetof(stats::Block, counters) == 128);
-  STATIC_REQUIRE(offsetof(stats::Block, rows_seq) == 256);
-  STATIC_REQUIRE(offsetof(stats::Block, rows) == 384);
-  STATIC_REQUIRE(sizeof(stats::Block) == 384 + 128 * stats::kMaxRows);
+  STATIC_REQUIRE(stats::kVersion == 2);
+  STATIC_REQUIRE(offsetof(stats::Block, transport_b) == 128);
+  STATIC_REQUIRE(offsetof(stats::Block, counters) == 256);
+  STATIC_REQUIRE(offsetof(stats::Block, rows_seq) == 384);
+  STATIC_REQUIRE(offsetof(stats::Block, rows) == 512);
+  STATIC_REQUIRE(sizeof(stats::Block) == 512 + 128 * stats::kMaxRows);
+  STATIC_REQUIRE(stats::fo_word(stats::FoCounter::delivered) == 0);
+  STATIC_REQUIRE(stats::fo_word(0, stats::FoLineCounter::first) == 3);
+  STATIC_REQUIRE(stats::fo_word(1, stats::FoLineCounter::down_since_ns) == 14);
   STATIC_REQUIRE(offsetof(stats::FileHeader, start_time) == 32);
   STATIC_REQUIRE(offsetof(stats::FileHeader, program) == 56);
   STATIC_REQUIRE(alignof(stats::Block) == 128);
@@ -410,10 +458,23 @@ TEST_CASE("foreignAndIncompatibleFilesAreReportedAndNeverRemovedWhileTheirPidLiv
   CHECK(ps[0].note.find("magic") != std::string::npos);
   CHECK(file_exists(path));
 
+  // Another layout is refused, naming the file and whether its tickrail is older or newer.
   write_fake_file(path, stats::kMagic, stats::kVersion + 1, 1, *real);
   ps = scan_dir(d);
   CHECK(ps.at(0).status == stats::ProcessStatus::incompatible);
   CHECK(ps[0].note.find("version") != std::string::npos);
+  if (::geteuid() == 0) {  // else the note is that the file is not pid 1's (root's)
+    CHECK(ps[0].note.find(path) != std::string::npos);
+    CHECK(ps[0].note.find("newer") != std::string::npos);
+  }
+  CHECK(file_exists(path));
+  write_fake_file(path, stats::kMagic, stats::kVersion - 1, 1, *real);
+  ps = scan_dir(d);
+  CHECK(ps.at(0).status == stats::ProcessStatus::incompatible);
+  if (::geteuid() == 0) {
+    CHECK(ps[0].note.find(path) != std::string::npos);
+    CHECK(ps[0].note.find("older") != std::string::npos);
+  }
   CHECK(file_exists(path));
 
   write_fake_file(path, stats::kMagic, stats::kVersion, 1, *real, sizeof(stats::FileHeader) + 64);
@@ -719,4 +780,94 @@ TEST_CASE("aCountersFileOwnedByAnotherUserThanItsProcessIsNotTrusted") {
   CHECK(p.note.find("owned by uid 54321") != std::string::npos);
   CHECK(p.blocks.empty());
   CHECK(p.owner_uid == 54321);
+}
+
+TEST_CASE("failoverCountersShowBothLinesAsCountersSaysThem") {
+  Dirs d;
+  const std::string a = "statfoa" + std::to_string(::getpid());
+  const std::string b = "statfob" + std::to_string(::getpid());
+  auto pa = std::make_unique<Publisher>(pub_config(d, a));
+  auto pb = std::make_unique<Publisher>(pub_config(d, b));
+  FailoverSubscriber fs(failover_config(d, a, b));
+  REQUIRE(eventually([&] {
+    pa->service();
+    pb->service();
+    return pa->subscriber_count() == 1 && pb->subscriber_count() == 1;
+  }));
+  std::uint64_t got = 0;
+  auto app = [&](const Tick&) { ++got; };
+  const auto dups = [&] { return fs.counters().line[0].duplicates + fs.counters().line[1].duplicates; };
+
+  // Sequences 1-10 come first on B, 11-20 first on A: each line brings 10 first, 10 copies late.
+  publish_n(*pb, 10);
+  REQUIRE(eventually([&] { (void)fs.poll(app); return got == 10; }));
+  publish_n(*pa, 20);
+  REQUIRE(eventually([&] { (void)fs.poll(app); return got == 20 && dups() == 10; }));
+  publish_n(*pb, 10);
+  REQUIRE(eventually([&] { (void)fs.poll(app); return dups() == 20; }));
+  auto blk = failover_block(d);
+  REQUIRE(blk.has_value());
+  CHECK(blk->state == stats::EndpointState::active);
+  CHECK(blk->lines[0].label == a);
+  CHECK(blk->lines[1].label == b);
+  CHECK(blk->lines[0].transport == "shm");
+  CHECK(blk->lines[1].transport == "shm");
+  CHECK(blk->lines[0].first == 10);
+  CHECK(blk->lines[1].first == 10);
+  CHECK(blk->lines[1].duplicates == 10);
+  check_matches(*blk, fs.counters());
+
+  // Line B's publisher closes: B is down, A goes on alone.
+  pb.reset();
+  REQUIRE(eventually([&] { (void)fs.poll(app); return !fs.line_up(1); }));
+  publish_n(*pa, 10);
+  REQUIRE(eventually([&] { (void)fs.poll(app); return got == 30; }));
+  blk = failover_block(d);
+  REQUIRE(blk.has_value());
+  CHECK(blk->state == stats::EndpointState::active);
+  CHECK_FALSE(blk->lines[1].up);
+  CHECK(blk->lines[1].downs == 1);
+  CHECK(blk->lines[1].down_since_ns >= blk->registered_ns);
+  CHECK(blk->lines[0].first == 20);
+  check_matches(*blk, fs.counters());
+
+  // B is back: up again, its time down kept.
+  pb = std::make_unique<Publisher>(pub_config(d, b));
+  REQUIRE(eventually([&] {
+    (void)fs.poll(app);
+    pb->service();
+    return fs.line_up(1) && pb->subscriber_count() == 1;
+  }));
+  blk = failover_block(d);
+  REQUIRE(blk.has_value());
+  CHECK(blk->lines[1].up);
+  CHECK(blk->lines[1].down_ns > 0);
+  check_matches(*blk, fs.counters());
+
+  // Both down: the failover has no publisher left.
+  pb.reset();
+  pa.reset();
+  REQUIRE(eventually([&] { (void)fs.poll(app); return !fs.line_up(0) && !fs.line_up(1); }));
+  blk = failover_block(d);
+  REQUIRE(blk.has_value());
+  CHECK(blk->state == stats::EndpointState::publisher_gone);
+  CHECK(blk->lines[0].downs == 1);
+  check_matches(*blk, fs.counters());
+}
+
+TEST_CASE("aFailoverWhoseLinesSayStatsFalseHasNoBlock") {
+  Dirs d;
+  const std::string a = "statfonoa" + std::to_string(::getpid());
+  const std::string b = "statfonob" + std::to_string(::getpid());
+  Publisher pa(pub_config(d, a));
+  Publisher pb(pub_config(d, b));
+  FailoverConfig c = failover_config(d, a, b);
+  c.line[0].stats = false;
+  c.line[1].stats = false;
+  FailoverSubscriber fs(c);
+  const auto ps = scan_dir(d);
+  const auto* me = find_pid(ps, ::getpid());
+  REQUIRE(me != nullptr);
+  CHECK(me->blocks.size() == 2);  // the publishers
+  CHECK(find_kind(*me, stats::BlockKind::failover) == nullptr);
 }
