@@ -805,6 +805,7 @@ TEST_CASE("failoverCountersShowBothLinesAsCountersSaysThem") {
   REQUIRE(eventually([&] { (void)fs.poll(app); return got == 20 && dups() == 10; }));
   publish_n(*pb, 10);
   REQUIRE(eventually([&] { (void)fs.poll(app); return dups() == 20; }));
+  (void)fs.poll(app);  // the empty poll after copies stores the counts
   auto blk = failover_block(d);
   REQUIRE(blk.has_value());
   CHECK(blk->state == stats::EndpointState::active);
@@ -822,6 +823,7 @@ TEST_CASE("failoverCountersShowBothLinesAsCountersSaysThem") {
   REQUIRE(eventually([&] { (void)fs.poll(app); return !fs.line_up(1); }));
   publish_n(*pa, 10);
   REQUIRE(eventually([&] { (void)fs.poll(app); return got == 30; }));
+  (void)fs.poll(app);  // the empty poll after copies stores the counts
   blk = failover_block(d);
   REQUIRE(blk.has_value());
   CHECK(blk->state == stats::EndpointState::active);
@@ -838,6 +840,7 @@ TEST_CASE("failoverCountersShowBothLinesAsCountersSaysThem") {
     pb->service();
     return fs.line_up(1) && pb->subscriber_count() == 1;
   }));
+  (void)fs.poll(app);  // the empty poll after copies stores the counts
   blk = failover_block(d);
   REQUIRE(blk.has_value());
   CHECK(blk->lines[1].up);
@@ -848,6 +851,7 @@ TEST_CASE("failoverCountersShowBothLinesAsCountersSaysThem") {
   pb.reset();
   pa.reset();
   REQUIRE(eventually([&] { (void)fs.poll(app); return !fs.line_up(0) && !fs.line_up(1); }));
+  (void)fs.poll(app);  // the empty poll after copies stores the counts
   blk = failover_block(d);
   REQUIRE(blk.has_value());
   CHECK(blk->state == stats::EndpointState::publisher_gone);
