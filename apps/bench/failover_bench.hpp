@@ -2,9 +2,11 @@
 // tick over shared memory. In each round, one line (Publisher -> Subscriber) and two lines (the
 // same ticks published on two channels -> FailoverSubscriber) take turns, first one then the
 // other, alternating, and each is timed one way from the tick's send stamp (one per tick, taken
-// before its first copy is published). Both senders publish every tick twice, in the same order:
-// the one-line sender's second copy goes to a channel nobody reads, so the ratio is the
-// receiver's cost of a second line.
+// before its first copy is published). Both senders publish every tick twice: the two-line
+// sender on lines A and B, first one then the other by turns; the one-line sender to its line
+// first, then to a channel nobody reads. So the senders do the same work, and the one line's
+// copy is always the first out (its best case): the ratio is the receiver's cost of a second
+// line, if anything overstated.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -47,9 +47,10 @@ struct FailoverConfig {
   std::chrono::microseconds hole_timeout{1000};  // how long a hole waits for the line behind
   std::chrono::milliseconds reattach_every{100};  // how often a line down is attached again
   // UD lines recover only what both lines lost: line A reads a hole back once it has been open
-  // recovery_delay, line B after twice that (a line's own rdma.recovery_delay, when set, stays),
-  // and each line passes, without a read or a loss, the holes the other line filled.
-  // hole_timeout must exceed line B's delay.
+  // recovery_delay, line B after twice line A's delay (a line's own rdma.recovery_delay, when
+  // set, stays, and line B's must then exceed line A's), and each line passes, without a read or
+  // a loss, the holes the failover delivered past. hole_timeout must be at least twice line B's
+  // delay: the delay, then the read.
   std::chrono::microseconds recovery_delay{200};
   // Time each tick's second copy for poll(handler, lead): one clock read per copy received, and
   // a stamp per window slot.
@@ -102,6 +103,7 @@ class TICKRAIL_API FailoverSubscriber {
     return poll_sink(detail::TickSink(handler), &sink, limit);
   }
 
+  // Also brings the process's live counters (tickrail-stat) up to date.
   [[nodiscard]] FailoverCounters counters() const noexcept;
   [[nodiscard]] bool line_up(int line) const noexcept;
   // The next sequence to deliver (1 until a tick has arrived).

@@ -363,6 +363,9 @@ SubscriberConfig LineB::apply(const SubscriberConfig& line_a) const {
   if (port != 0) b.rdma.port = port;
   if (!group.empty()) b.rdma.groups = {group};
   if (!device.empty()) b.rdma.device = device;
+  // Line B waits longer than line A before a read (FailoverConfig::line_recovery_delay): line
+  // A's own delay is not line B's.
+  b.rdma.recovery_delay = std::chrono::microseconds(0);
   return b;
 }
 

@@ -54,7 +54,8 @@ void FailoverConfig::validate_settings() const {
 
 std::chrono::microseconds FailoverConfig::line_recovery_delay(int i) const noexcept {
   const auto own = line[i & 1].rdma.recovery_delay;
-  return own.count() != 0 ? own : recovery_delay * ((i & 1) + 1);
+  if (own.count() != 0) return own;
+  return (i & 1) == 0 ? recovery_delay : 2 * line_recovery_delay(0);
 }
 
 void FailoverConfig::validate() const {
@@ -76,12 +77,21 @@ void FailoverConfig::validate() const {
       throw Error(Errc::config_error, name + ": a UD line joins one group (" +
                                           std::to_string(line[i].rdma.groups.size()) + " given)");
     }
-    // A hole given up before the line's read has had its time is lost for nothing.
-    if (hole_timeout <= line_recovery_delay(i)) {
-      throw Error(Errc::config_error, name + ": its recovery delay (" + std::to_string(line_recovery_delay(i).count()) +
-                                          " us) must be shorter than the failover hole_timeout (" +
-                                          std::to_string(hole_timeout.count()) + " us)");
+    // A hole given up before the line's read has had its time (the delay, then the read) is
+    // lost for nothing.
+    if (hole_timeout < 2 * line_recovery_delay(i)) {
+      throw Error(Errc::config_error, name + ": the failover hole_timeout (" + std::to_string(hole_timeout.count()) +
+                                          " us) must be at least twice its recovery delay (" +
+                                          std::to_string(line_recovery_delay(i).count()) + " us)");
     }
+  }
+  // With equal delays both lines would read each tick they both lost.
+  if (line[0].transport == TransportKind::ud && line[1].transport == TransportKind::ud &&
+      line_recovery_delay(1) <= line_recovery_delay(0)) {
+    throw Error(Errc::config_error, "failover line B ('" + line[1].channel + "'): its recovery delay (" +
+                                        std::to_string(line_recovery_delay(1).count()) +
+                                        " us) must be longer than line A's (" +
+                                        std::to_string(line_recovery_delay(0).count()) + " us)");
   }
   if (same_source(line[0], line[1])) {
     throw Error(Errc::config_error, "failover lines: line B is line A ('" + line[0].channel +
@@ -388,6 +398,10 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::L
 }
 
 FailoverCounters FailoverSubscriber::counters() const noexcept {
+  if (impl_->stats_stale) {  // a poll loop that stopped right after copies came
+    impl_->store_flow();
+    impl_->stats_stale = false;
+  }
   const Impl& m = *impl_;
   FailoverCounters c;
   c.delivered = m.arb.delivered();

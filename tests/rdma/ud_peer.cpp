@@ -29,7 +29,6 @@
 #include <cstdio>
 #include <iostream>
 #include <optional>
-#include <optional>
 #include <thread>
 #include <vector>
 

@@ -205,3 +205,22 @@ TEST_CASE("jitterCountsTicksLappedBeforeItsFirstReceiptAsLost", "[jitter]") {
   CHECK_THAT(text, Catch::Contains("84 ticks lost (0 in 0 gaps between receipts, 84 before the first)"));
   CHECK_THAT(text, !Catch::Contains("joined after"));
 }
+
+TEST_CASE("aUdLineAsOwnRecoveryDelayIsNotLineBs", "[jitter]") {
+  // [rdma] recovery_delay_us is line A's: line B, its copy changed by --line-b-group, waits twice
+  // as long, so that a tick lost on both lines is read once.
+  tickrail::jitter::Options o;
+  o.line_b.group = "239.1.1.2";
+  tickrail::SubscriberConfig sc;
+  sc.channel = "md";
+  sc.transport = tickrail::TransportKind::ud;
+  sc.rdma.groups = {"239.1.1.1"};
+  sc.rdma.recovery_delay = std::chrono::microseconds(300);
+  const tickrail::FailoverConfig fc = tickrail::jitter::failover_config(o, sc);
+  CHECK(fc.line_recovery_delay(0) == std::chrono::microseconds(300));
+  CHECK(fc.line_recovery_delay(1) == std::chrono::microseconds(600));
+  tickrail::FailoverConfig ok = fc;
+  ok.hole_timeout = std::chrono::microseconds(1200);
+  CHECK_NOTHROW(ok.validate());
+  CHECK_THROWS_WITH(fc.validate(), Catch::Contains("twice its recovery delay (600 us)"));
+}

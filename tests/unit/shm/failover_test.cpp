@@ -254,10 +254,19 @@ TEST_CASE("failover configs that cannot arbitrate are refused, naming why", "[fa
   CHECK_NOTHROW(c.validate());
   CHECK(c.line_recovery_delay(0) == 200us);
   CHECK(c.line_recovery_delay(1) == 400us);
-  c.hole_timeout = 400us;
-  CHECK_THROWS_WITH(c.validate(), Catch::StartsWith("failover line B") && Catch::Contains("(400 us) must be shorter"));
+  c.hole_timeout = 400us;  // line B: the delay, then the read, must fit
+  CHECK_THROWS_WITH(c.validate(), Catch::StartsWith("failover line B") &&
+                                      Catch::Contains("hole_timeout (400 us) must be at least twice its recovery delay (400 us)"));
   c.line[1].rdma.recovery_delay = 300us;  // its own, kept
   CHECK(c.line_recovery_delay(1) == 300us);
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("twice its recovery delay (300 us)"));
+  c.hole_timeout = 600us;
+  CHECK_NOTHROW(c.validate());
+  c.line[0].rdma.recovery_delay = 300us;  // equal delays: both lines would read what both lost
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("must be longer than line A's (300 us)"));
+  c.line[1].rdma.recovery_delay = 0us;    // line B's default: twice line A's
+  CHECK(c.line_recovery_delay(1) == 600us);
+  c.hole_timeout = 1200us;
   CHECK_NOTHROW(c.validate());
   c.recovery_delay = 600ms;
   CHECK_THROWS_WITH(c.validate(), Catch::Contains("failover recovery_delay: 600000 us"));

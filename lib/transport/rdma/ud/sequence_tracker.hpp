@@ -11,8 +11,9 @@
 //     are marked lost and counted when delivery reaches them;
 //   - a tick beyond the window is not stored ("overrun"): it stays a hole, left to recovery;
 //   - give_up(upto) declares every hole below `upto` lost (no recovery possible);
-//   - cover(upto, read_until): another line delivered the stream below `upto` (FailoverSubscriber):
-//     holes below it are passed without a read and without a loss ("covered"). Present ticks
+//   - cover(upto, read_until): the FailoverSubscriber delivered the stream below `upto` (the other
+//     line brought it, or it gave a hole up): holes below it are passed without a read and
+//     without a loss ("covered"). Present ticks
 //     below it are still delivered (the other line's duplicates). From the first cover on, a read
 //     is one run of missing ticks only, and stops at `read_until`: the other line brought what
 //     lies beyond it.
@@ -21,6 +22,7 @@
 // Single thread; no allocation (the window belongs to the caller), no system call.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -38,7 +40,7 @@ struct TrackerCounters {
   std::uint64_t reordered = 0;    // ticks that filled a hole by multicast, arriving late
   std::uint64_t recovered = 0;    // ticks that filled a hole by recovery
   std::uint64_t overrun = 0;      // ticks not stored: beyond the window (left to recovery)
-  std::uint64_t covered = 0;      // holes passed because another line delivered them (cover)
+  std::uint64_t covered = 0;      // holes passed because the failover delivered past them (cover)
 };
 
 struct Hole {
@@ -140,9 +142,17 @@ class SequenceTracker {
         lost_run_ = false;
         handler(static_cast<const Tick&>(t));
       } else if (next_ < covered_until_) {
-        if (slot.seq == (next_ | kLostMark)) slot.seq = 0;
-        ++next_;
-        ++c_.covered;
+        if (held_ == 0) {
+          // Nothing held: the covered run is passed in one step, however long.
+          const std::uint64_t to = std::min(covered_until_, highest_);
+          c_.covered += to - next_;
+          next_ = to;
+        } else {
+          if (slot.seq == (next_ | kLostMark)) slot.seq = 0;
+          ++next_;
+          ++c_.covered;
+        }
+        lost_run_ = false;
       } else if (slot.seq == (next_ | kLostMark) || next_ < abandon_until_) {
         if (slot.seq == (next_ | kLostMark)) slot.seq = 0;
         ++next_;

@@ -179,6 +179,8 @@ void UdSubscriber::drive_recovery(Group& g, std::uint64_t now) noexcept {
     }
     g.reading = true;
     g.read_range = hole;
+    // What is still missing right after this read continues the same hole: it has waited.
+    g.hole_lo = hole.hi;
     return;
   }
   if (st == RecoveryState::failed || st == RecoveryState::idle) {
