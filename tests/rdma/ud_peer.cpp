@@ -160,6 +160,20 @@ int publish(const PubOpts& o) {
   }
 
   std::vector<Tick> chunk(o.batch);
+  // A send queue that stays full (the device completes no send) fails the run within 5 s, saying
+  // so, instead of spinning silently until the test's own timeout.
+  SteadyClock::time_point stall_since{};
+  auto stalled = [&](const char* line, std::uint64_t at) {
+    service();
+    if (stall_since == SteadyClock::time_point{}) stall_since = SteadyClock::now();
+    if (since(stall_since) < 5.0) return true;
+    const auto& u = pub.ud_counters();
+    std::printf("ud_peer publisher: FAIL: %s's sends have not completed for 5 s at tick %" PRIu64
+                " (datagrams %" PRIu64 ", send queue full %" PRIu64 ", send errors %" PRIu64 ")\n",
+                line, at, u.datagrams, u.sq_full, u.send_errors);
+    std::fflush(stdout);
+    return false;
+  };
   std::uint64_t next = 1;
   const double cpu0 = cpu_seconds();
   const auto t0 = SteadyClock::now();
@@ -182,7 +196,10 @@ int publish(const PubOpts& o) {
         std::printf("ud_peer publisher: FAIL: line B closed at %" PRIu64 "\n", next + done);
         return 1;
       }
+      if (rb.published == 0 && !stalled("line B", next + done)) return 1;
     }
+    if (r.published == 0 && r.status != PublishStatus::closed && !stalled("line A", next)) return 1;
+    if (r.published != 0) stall_since = SteadyClock::time_point{};
     next += r.published;
     if (r.status == PublishStatus::closed) {
       std::printf("ud_peer publisher: FAIL: publisher closed at %" PRIu64 "\n", next);
