@@ -106,11 +106,17 @@ std::uint32_t UdSubscriber::create_receive_cq() {
   staging_ticks_ = std::min<std::uint32_t>(window_ticks_, 256);
   recv_batch_ = std::clamp<std::uint32_t>(r.recv_batch, 1, r.recv_buffers / 2);
   const ibv_device_attr dev = query_device(verbs);
-  const std::uint32_t nbufs =
-      std::min<std::uint32_t>(r.recv_buffers, static_cast<std::uint32_t>(dev.max_qp_wr));
-  recv_cq_.emplace(verbs, static_cast<int>(std::min<std::uint64_t>(
-                              std::uint64_t{nbufs} * groups_.size() + 16,
-                              static_cast<std::uint64_t>(dev.max_cqe))));
+  // Every posted receive may complete before a poll: the one CQ must hold them all, or it
+  // overflows (and the QPs go to error). So the buffers per group fit the device's CQ too.
+  const std::uint64_t cq_room = static_cast<std::uint64_t>(std::max(dev.max_cqe, 32)) - 16;
+  const auto nbufs = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+      {r.recv_buffers, static_cast<std::uint64_t>(dev.max_qp_wr), cq_room / groups_.size()}));
+  if (nbufs < r.recv_buffers) {
+    logger()->warn("UD subscriber: rdma.recv_buffers {} is more than device {} can complete into one "
+                   "queue for {} group(s): {} per group",
+                   r.recv_buffers, device_name(verbs), groups_.size(), nbufs);
+  }
+  recv_cq_.emplace(verbs, static_cast<int>(std::uint64_t{nbufs} * groups_.size() + 16));
   return nbufs;
 }
 
