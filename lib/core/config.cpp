@@ -2,6 +2,7 @@
 
 #include "tickrail/affinity.hpp"
 #include "tickrail/error.hpp"
+#include "tickrail/failover.hpp"
 #include "tickrail/ring.hpp"
 #include "core/enum_names.hpp"
 
@@ -120,5 +121,92 @@ void SubscriberConfig::validate() const {
   validate_housekeeping_cpus(housekeeping_cpus);
   rdma.validate();
 }
+
+// FailoverConfig (failover.hpp): with the other configs, so that a config file reader
+// validates it without the transports.
+namespace {
+
+// Do two line configs name one source? What tells sources apart depends on the transport: a
+// shm channel lives in its shm_dir; an RC publisher is an address and port; a UD line is its
+// groups on a device (two NICs on one group are two lines).
+bool same_source(const SubscriberConfig& a, const SubscriberConfig& b) {
+  if (a.transport != b.transport || a.channel != b.channel) return false;
+  switch (a.transport) {
+    case TransportKind::shm: return a.shm_dir == b.shm_dir;
+    case TransportKind::rc:
+      return a.rdma.address == b.rdma.address && a.rdma.port == b.rdma.port && a.rdma.device == b.rdma.device;
+    case TransportKind::ud: return a.rdma.groups == b.rdma.groups && a.rdma.device == b.rdma.device;
+  }
+  return false;
+}
+
+}  // namespace
+
+void FailoverConfig::validate_settings() const {
+  if (window < 2 || window > (1u << 20) || (window & (window - 1)) != 0) {
+    throw Error(Errc::config_error, "failover window: " + std::to_string(window) +
+                                        " is not a power of two in 2..1048576");
+  }
+  if (hole_timeout.count() <= 0 || hole_timeout > std::chrono::seconds(10)) {
+    throw Error(Errc::config_error, "failover hole_timeout: " + std::to_string(hole_timeout.count()) +
+                                        " us is outside 1 us..10 s");
+  }
+  if (reattach_every.count() <= 0 || reattach_every > std::chrono::minutes(1)) {
+    throw Error(Errc::config_error, "failover reattach_every: " + std::to_string(reattach_every.count()) +
+                                        " ms is outside 1 ms..1 min");
+  }
+  if (recovery_delay.count() < 0 || recovery_delay > std::chrono::milliseconds(500)) {
+    throw Error(Errc::config_error, "failover recovery_delay: " + std::to_string(recovery_delay.count()) +
+                                        " us is outside 0..500000 (0.5 s)");
+  }
+}
+
+std::chrono::microseconds FailoverConfig::line_recovery_delay(int i) const noexcept {
+  const auto own = line[i & 1].rdma.recovery_delay;
+  if (own.count() != 0) return own;
+  return (i & 1) == 0 ? recovery_delay : 2 * line_recovery_delay(0);
+}
+
+void FailoverConfig::validate() const {
+  validate_settings();
+  for (int i = 0; i < 2; ++i) {
+    const std::string name = std::string("failover line ") + (i == 0 ? "A" : "B") + " ('" + line[i].channel + "')";
+    try {
+      line[i].validate();
+    } catch (const Error& e) {
+      throw Error(e.code(), name + ": " + e.what());
+    }
+    // Table ticks carry their entries' sequences, not the stream's: they cannot be arbitrated.
+    if (line[i].start == StartMode::snapshot || line[i].policy == SlowConsumerPolicy::conflate) {
+      throw Error(Errc::config_error, name + ": start snapshot and policy conflate do not apply to failover lines");
+    }
+    if (line[i].transport != TransportKind::ud) continue;
+    // Several groups are several streams, each with its own sequence: a line carries one.
+    if (line[i].rdma.groups.size() != 1) {
+      throw Error(Errc::config_error, name + ": a UD line joins one group (" +
+                                          std::to_string(line[i].rdma.groups.size()) + " given)");
+    }
+    // A hole given up before the line's read has had its time (the delay, then the read) is
+    // lost for nothing.
+    if (hole_timeout < 2 * line_recovery_delay(i)) {
+      throw Error(Errc::config_error, name + ": the failover hole_timeout (" + std::to_string(hole_timeout.count()) +
+                                          " us) must be at least twice its recovery delay (" +
+                                          std::to_string(line_recovery_delay(i).count()) + " us)");
+    }
+  }
+  // With equal delays both lines would read each tick they both lost.
+  if (line[0].transport == TransportKind::ud && line[1].transport == TransportKind::ud &&
+      line_recovery_delay(1) <= line_recovery_delay(0)) {
+    throw Error(Errc::config_error, "failover line B ('" + line[1].channel + "'): its recovery delay (" +
+                                        std::to_string(line_recovery_delay(1).count()) +
+                                        " us) must be longer than line A's (" +
+                                        std::to_string(line_recovery_delay(0).count()) + " us)");
+  }
+  if (same_source(line[0], line[1])) {
+    throw Error(Errc::config_error, "failover lines: line B is line A ('" + line[0].channel +
+                                        "'): give line B another channel, address or group");
+  }
+}
+
 
 }  // namespace tickrail
