@@ -16,7 +16,7 @@ namespace tickrail::stats {
 inline void store_name(Word* w, std::size_t n, std::string_view s) noexcept {
   char buf[kNameWords * 8] = {};
   const std::size_t bytes = std::min(n * 8, sizeof buf);
-  std::memcpy(buf, s.data(), std::min(s.size(), bytes - 1));
+  if (!s.empty()) std::memcpy(buf, s.data(), std::min(s.size(), bytes - 1));  // an empty view may hold no pointer
   for (std::size_t i = 0; i < n && i * 8 < bytes; ++i) {
     std::uint64_t v = 0;
     std::memcpy(&v, buf + i * 8, 8);
