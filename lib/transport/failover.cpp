@@ -46,6 +46,7 @@ struct FailoverSubscriber::Impl {
     for (int i = 0; i < 2; ++i) {
       if (config.line[i].transport != TransportKind::ud) continue;
       lines[i].covers = true;
+      any_covers = true;
       config.line[i].rdma.recovery_delay = c.line_recovery_delay(i);
     }
   }
@@ -77,6 +78,7 @@ struct FailoverSubscriber::Impl {
   std::uint64_t hole_since = 0;  // Clock cycles; 0: no hole being waited on
   std::uint64_t hole_at = 0;     // the sequence of that hole
   std::uint64_t hole_end = 0;    // the first sequence held beyond it (UD lines read no further)
+  bool any_covers = false;       // a line is UD (Line::covers)
   // measure_lead: when the first copy of each sequence in the window arrived, and on which line.
   struct Stamp {
     std::uint64_t seq = 0;
@@ -231,7 +233,7 @@ void FailoverSubscriber::Impl::watch_hole(Deliver& deliver) noexcept {
   if (hole_since == 0 || hole_at != arb.next()) {
     hole_since = now;
     hole_at = arb.next();
-    if (lines[0].covers || lines[1].covers) hole_end = arb.hole_end();
+    if (any_covers) hole_end = arb.hole_end();
   } else if (now - hole_since >= hole_cycles) {
     arb.skip_hole(deliver);
     hole_since = 0;
@@ -294,9 +296,11 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::L
   m.watch_hole(deliver);
   // A UD line passes, unread, the holes the other line filled (or that were given up), and
   // reads no further than what the other line brought.
-  const std::uint64_t read_until = m.arb.holding() && m.hole_end != 0 ? m.hole_end : ~std::uint64_t{0};
-  for (Impl::Line& l : m.lines) {
-    if (l.covers && l.sub != nullptr) l.sub->cover_below(m.arb.next(), read_until);
+  if (m.any_covers) {
+    const std::uint64_t read_until = m.arb.holding() && m.hole_end != 0 ? m.hole_end : ~std::uint64_t{0};
+    for (Impl::Line& l : m.lines) {
+      if (l.covers && l.sub != nullptr) l.sub->cover_below(m.arb.next(), read_until);
+    }
   }
   // The arbiter's counts go to the live counters off the critical path: on the first empty poll
   // after copies came, and once in 64 polls while they keep coming.

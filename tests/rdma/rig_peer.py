@@ -73,6 +73,15 @@ class Peer:
             sys.exit(1)
         return Peer(d)
 
+    @staticmethod
+    def address() -> str:
+        """The peer guest's address on the rig's wire (TICKRAIL_RDMA_PEER_ADDR)."""
+        addr = os.environ.get("TICKRAIL_RDMA_PEER_ADDR", "")
+        if not addr:
+            print(f"FAIL: {NEEDS_RIG}", flush=True)
+            sys.exit(1)
+        return addr
+
     def submit(self, name: str, command: str) -> Job:
         path = os.path.join(self.jobs, f"{time.time_ns()}-{os.getpid()}-{name}")
         os.makedirs(path)

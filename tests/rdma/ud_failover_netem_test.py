@@ -52,9 +52,7 @@ def main() -> int:
     args = ap.parse_args()
     rig_env()
     peer = rig_peer.Peer.from_env()
-    peer_addr = os.environ.get("TICKRAIL_RDMA_PEER_ADDR", "")
-    if not peer_addr:
-        fail(rig_peer.NEEDS_RIG)
+    peer_addr = rig_peer.Peer.address()
     deadline = time.monotonic() + args.timeout
     # Bands by destination: 1:1 line A (netem loss A), 1:2 line B (netem loss B), 1:3 the rest.
     job_cmd = f"""

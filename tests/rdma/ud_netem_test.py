@@ -27,9 +27,7 @@ def main() -> int:
     args = ap.parse_args()
     rig_env()
     peer = rig_peer.Peer.from_env()
-    peer_addr = os.environ.get("TICKRAIL_RDMA_PEER_ADDR", "")
-    if not peer_addr:
-        fail(rig_peer.NEEDS_RIG)
+    peer_addr = rig_peer.Peer.address()
     group = "239.7.7.6"
     deadline = time.monotonic() + args.timeout
     # The peer guest's NIC carries its address; netem on its egress loses what it sends.

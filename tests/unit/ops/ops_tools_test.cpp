@@ -382,6 +382,17 @@ PromText parse_prometheus(const std::string& text) {
   return p;
 }
 
+// Every metric of a tickrail-stat --prometheus text is in docs/apps.md.
+void check_metrics_documented(const PromText& p) {
+  std::set<std::string> names;
+  for (const auto& [n, t] : p.type) names.insert(n);
+  const auto missing = undocumented(names, docs_section("### Prometheus metrics of tickrail-stat"));
+  std::string list;
+  for (const auto& n : missing) list += " " + n;
+  INFO("metrics missing from docs/apps.md:" << list);
+  CHECK(missing.empty());
+}
+
 }  // namespace
 
 TEST_CASE("statPrometheusExposesEveryCounterWithItsLabels") {
@@ -466,13 +477,7 @@ TEST_CASE("statPrometheusExposesEveryCounterWithItsLabels") {
     CHECK(p.find("tickrail_subscriber_" + n, sub_labels).size() + p.find("tickrail_subscriber_" + n + "_total", sub_labels).size() == 1);
   }
   // Every metric is in docs/apps.md.
-  std::set<std::string> names;
-  for (const auto& [n, t] : p.type) names.insert(n);
-  const auto missing = undocumented(names, docs_section("### Prometheus metrics of tickrail-stat"));
-  std::string list;
-  for (const auto& n : missing) list += " " + n;
-  INFO("metrics missing from docs/apps.md:" << list);
-  CHECK(missing.empty());
+  check_metrics_documented(p);
 
   // To a file, replaced atomically: the same format, no temporary left behind; rewritten every
   // --interval while --count allows.
@@ -632,11 +637,5 @@ TEST_CASE("statShowsBothLinesOfAFailoverSubscriber") {
   CHECK(one("tickrail_failover_line_up", {{"line", "B"}, {"channel", b}}) == 0);
   CHECK(one("tickrail_failover_line_duplicates_total", {{"line", "B"}}) == 8);
   CHECK(one("tickrail_failover_line_downs_total", {{"line", "B"}}) == 1);
-  std::set<std::string> names;
-  for (const auto& [n, t] : p.type) names.insert(n);
-  const auto missing = undocumented(names, docs_section("### Prometheus metrics of tickrail-stat"));
-  std::string list;
-  for (const auto& n : missing) list += " " + n;
-  INFO("metrics missing from docs/apps.md:" << list);
-  CHECK(missing.empty());
+  check_metrics_documented(p);
 }
