@@ -105,6 +105,15 @@ std::string describe_end(const RunInfo& info) {
   return s;
 }
 
+// Why a snapshot that was asked for is not complete, in words.
+std::string snapshot_failure(const RunInfo& info) {
+  if (info.snapshot_given_up) {
+    return "given up after publisher_timeout without progress (its publisher stalled, died or wrote an entry "
+           "it never finished)";
+  }
+  return "the run ended (" + describe_end(info) + ") before it was delivered";
+}
+
 }  // namespace
 
 Loss loss(const Recorder& r, const RunInfo& info) noexcept {
@@ -165,10 +174,13 @@ std::string format_report(const Recorder& r, const RunInfo& info) {
     if (rtt) t += fmt("; %" PRIu64 " pings unanswered", info.timeouts);
     t += "\n";
   }
-  if (info.snapshot) {
+  if (info.snapshot_complete) {
     t += fmt("  snapshot: %" PRIu64 " entries of the publisher's last-value table, delivered in %.1f us; "
              "live from sequence %" PRIu64 "\n",
              r.snapshot_ticks(), info.snapshot_us, r.first_seq());
+  } else if (info.snapshot) {
+    t += fmt("  snapshot: NOT complete (%" PRIu64 " entries delivered): %s; the view is not the publisher's\n",
+             r.snapshot_ticks(), snapshot_failure(info).c_str());
   }
   if (info.failover) t += format_lines(info);
   if (r.negative() != 0) {
@@ -211,7 +223,8 @@ nlohmann::json report_json(const Recorder& r, const RunInfo& info) {
   j["ring_lost"] = c.lost;
   j["laps"] = c.laps;
   j["skips"] = c.skips;
-  j["table"] = {{"snapshot", info.snapshot}, {"snapshot_entries", r.snapshot_ticks()},
+  j["table"] = {{"snapshot", info.snapshot}, {"snapshot_complete", info.snapshot_complete},
+                {"snapshot_entries", r.snapshot_ticks()},
                 {"snapshot_us", info.snapshot_us}, {"conflations", c.conflations},
                 {"conflated_entries", r.conflated_ticks()}};
   j["transport_counters"] = {{"received", c.received}, {"gaps", c.gaps}, {"recovered", c.recovered},
@@ -290,6 +303,7 @@ void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec
   };
   info.snapshot = sc.start == StartMode::snapshot;
   bool in_snapshot = info.snapshot;
+  std::uint64_t abandoned_before = 0;  // table deliveries given up before the snapshot's end
 
   for (;;) {
     const std::uint64_t now = Clock::now();
@@ -299,6 +313,7 @@ void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec
     if (in_snapshot && !sub.in_snapshot()) [[unlikely]] {
       in_snapshot = false;
       rec.on_snapshot_end(Clock::now());
+      abandoned_before = sub.counters().table_abandoned;  // once: the snapshot given up, not delivered
     }
     if (rec.received() >= limit) {
       info.ended = "count";
@@ -324,7 +339,11 @@ void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec
   info.elapsed_s = clock.to_ns(Clock::now() - start) * 1e-9;
   info.counters = sub.counters();
   info.position = sub.next_sequence();
-  if (info.snapshot && rec.snapshot_end() > start) info.snapshot_us = clock.to_ns(rec.snapshot_end() - start) * 1e-3;
+  info.snapshot_given_up = info.snapshot && !in_snapshot && abandoned_before != 0;
+  info.snapshot_complete = info.snapshot && !in_snapshot && abandoned_before == 0;
+  if (info.snapshot_complete && rec.snapshot_end() > start) {
+    info.snapshot_us = clock.to_ns(rec.snapshot_end() - start) * 1e-3;
+  }
   sub.close();
   if (view) write_state(*view, info, o.state_out);
 }
@@ -415,6 +434,11 @@ int run(const Options& o, const SubscriberConfig& sc) {
   std::fflush(stdout);
   write_report_files(o, rec, info);
   if (info.ended == "evicted") return cli::kExitFailure;
+  if (info.snapshot && !info.snapshot_complete && info.ended != "interrupted") {
+    note("error: channel '" + sc.channel + "': the snapshot of the publisher's last-value table is not complete: " +
+         snapshot_failure(info));
+    return cli::kExitFailure;
+  }
   return info.ended == "interrupted" ? cli::kExitInterrupted : cli::kExitOk;
 }
 

@@ -194,6 +194,8 @@ struct RunInfo {
   Mode mode = Mode::one_way;
   std::uint64_t timeouts = 0;  // pingpong: pings never answered within ping_timeout
   bool snapshot = false;         // started with start = snapshot
+  bool snapshot_complete = false;  // ...and the whole table was delivered (not cut short, not given up)
+  bool snapshot_given_up = false;  // ...given up after publisher_timeout without progress
   double snapshot_us = 0;        // from the first poll to the snapshot's last tick
   // Failover runs: both lines' counters, what each line is, and by how much (ns) each line's
   // copy came before the other's, for the ticks both lines brought within the window.

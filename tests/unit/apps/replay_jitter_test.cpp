@@ -25,6 +25,10 @@
 #include <vector>
 
 #include "../../thread_census.hpp"
+#include "core/last_value.hpp"
+#include "core/thread.hpp"
+#include "tickrail/ring.hpp"
+#include "transport/shm/shm_publisher.hpp"
 #include "../docs_check.hpp"
 #include "program.hpp"
 
@@ -581,5 +585,56 @@ TEST_CASE("replayStateToJittersLateJoinAndConflateEndWithTheSameView", "[e2e][st
   for (const char* name : {"replay", "keeper", "slow", "late"}) {
     std::error_code ec;
     for (const std::string suffix : {".json", ".log", "-state.json"}) std::filesystem::remove(base + "-" + name + suffix, ec);
+  }
+}
+
+// A snapshot that cannot complete: the publisher's writer stopped in the middle of an entry (it
+// stays busy, as after a kill -9 there), so the table delivery is given up after
+// publisher_timeout. tickrail-jitter must not pass the live stream off as a view from the
+// snapshot: its report and JSON say the snapshot is not complete, and it exits 1.
+TEST_CASE("jitterSaysItsSnapshotIsNotCompleteAndExits1", "[e2e][state]") {
+  const char* t = std::getenv("TICKRAIL_E2E_TRANSPORT");
+  INFO("shared memory only: the entry is made busy in the publisher's own memory");
+  REQUIRE((t == nullptr || *t == '\0' || std::string(t) == "shm"));
+  const std::string jitter = program("TICKRAIL_JITTER", "apps/jitter/tickrail-jitter");
+  const std::string base = (std::filesystem::temp_directory_path() /
+                            ("tickrail-e2e-stuck-" + std::to_string(getpid())))
+                               .string();
+  tickrail::PublisherConfig pc;
+  pc.channel = "e2e-stuck-" + std::to_string(getpid());
+  pc.state.enabled = true;
+  pc.state.capacity = 16;
+  tickrail::shm::ShmPublisher pub(pc, tickrail::detail::Placement());
+  tickrail::Tick q{};
+  q.kind = tickrail::TickKind::Quote;
+  q.instrument = 1;
+  REQUIRE(pub.publish({&q, 1}).status == tickrail::PublishStatus::no_subscribers);  // in the table all the same
+  tickrail::Slot& stuck = pub.table()->entries()[2 * tickrail::kStateClasses];
+  std::atomic_ref<std::uint64_t>(stuck.words[tickrail::kSeqWord]).store(tickrail::detail::kEntryBusy);
+  std::ofstream(base + ".toml") << "[subscriber]\npublisher_timeout_ms = 300\n";
+  const pid_t j = spawn({jitter, "-c", base + ".toml", "--channel", pc.channel, "--start", "snapshot", "--quiet",
+                         "--attach-timeout-ms", "10000", "--json", base + ".json", "--state-out", base + "-state.json"},
+                        base + ".log");
+  // A live stream for 1.5 s (the delivery's budget is 0.3 s), then the channel closes.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+  while (std::chrono::steady_clock::now() < until) {
+    (void)pub.publish({&q, 1});
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  pub.close();
+  const int rc = wait_bounded(j, std::chrono::seconds(30));
+  const std::string log = slurp(base + ".log");
+  INFO(log);
+  CHECK(rc == 1);
+  CHECK_THAT(log, Catch::Contains("snapshot: NOT complete (0 entries delivered): given up after publisher_timeout"));
+  CHECK_THAT(log, Catch::Contains("error: channel '" + pc.channel + "': the snapshot of the publisher's last-value table is not complete"));
+  const nlohmann::json r = nlohmann::json::parse(slurp(base + ".json"));
+  CHECK(r["table"]["snapshot"] == true);
+  CHECK(r["table"]["snapshot_complete"] == false);
+  CHECK(r["count"].get<std::uint64_t>() > 0);  // the live stream went on, and was measured
+  tickrail::test::require_json_documented(r, "### JSON of tickrail-jitter");
+  for (const std::string suffix : {".toml", ".json", ".log", "-state.json"}) {
+    std::error_code ec;
+    std::filesystem::remove(base + suffix, ec);
   }
 }
