@@ -10,6 +10,11 @@
 //               --batch: ticks/s from the first publish to the last tick received by every
 //               subscriber; next to `ib_write_bw -s 64`'s message rate (64-byte WRITEs, one
 //               QP, one direction).
+//   --snapshot  instead: the time a late joiner (start = snapshot, memory polling) takes to read
+//               a publisher's last-value table of --snapshot-instruments instruments, every
+//               entry filled (a quote, a trade and a status each), from its first poll to the
+//               poll that ends its snapshot; next to perftest's `ib_read_lat -s 64` and
+//               `ib_read_bw` reading the table's size, in the same rounds.
 // Rounds alternate the contenders (perftest, memory polling, CQ polling) so that a drift of
 // the host affects them alike. The device and address come from --device/--addr or
 // TICKRAIL_RDMA_DEV/TICKRAIL_RDMA_ADDR (what scripts/rig sets: run it there with
@@ -35,6 +40,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tickrail/clock.hpp"
@@ -62,6 +68,9 @@ struct Options {
   bool split_commit = true;        // memory polling on devices that do not report in-order
   bool perftest = true;
   std::string json_path;
+  bool snapshot = false;
+  std::vector<std::uint32_t> snapshot_instruments{1000, 65536};
+  int snapshots = 3;  // per table size per round
 };
 
 std::string env(const char* name) {
@@ -104,15 +113,16 @@ std::optional<std::string> perftest_pair(const std::string& tool, const std::str
   return out;
 }
 
-// The columns of perftest's result line for size 64.
-std::optional<std::vector<double>> result_line(const std::string& out) {
+// The columns of perftest's result line for a message size.
+std::optional<std::vector<double>> result_line(const std::string& out, std::uint64_t size = 64) {
   std::istringstream in(out);
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream cols(line);
     std::vector<std::string> c;
     for (std::string w; cols >> w;) c.push_back(w);
-    if (c.size() >= 5 && c[0] == "64" && c[2].find_first_not_of("0123456789.") == std::string::npos) {
+    if (c.size() >= 5 && c[0] == std::to_string(size) &&
+        c[2].find_first_not_of("0123456789.") == std::string::npos) {
       std::vector<double> v;
       for (const auto& w : c) v.push_back(std::strtod(w.c_str(), nullptr));
       return v;
@@ -254,6 +264,88 @@ double throughput_run(const Options& o, RcPolling polling, int subscribers) {
   return static_cast<double>(o.ticks) / (Clock::instance().to_ns(t1 - t0) * 1e-9);
 }
 
+// One late joiner's snapshot of a table of `instruments`, every entry filled: seconds from its
+// first poll to the poll that ended the snapshot, and the entries it delivered.
+std::pair<double, std::uint64_t> snapshot_once(const Options& o, std::uint32_t instruments) {
+  PublisherConfig pc = pub_config(o, 4096);
+  pc.state.enabled = true;
+  pc.state.capacity = instruments;
+  Publisher pub(pc);
+  std::vector<Tick> batch;
+  for (std::uint32_t i = 0; i < instruments; ++i) {
+    for (const TickKind k : {TickKind::Quote, TickKind::Trade, TickKind::Status}) {
+      Tick t{};
+      t.kind = k;
+      t.instrument = i;
+      batch.push_back(t);
+    }
+  }
+  (void)pub.publish(batch);  // nobody subscribed yet: the table keeps them
+  SubscriberConfig c = sub_config(o, pub, RcPolling::memory, 4096);
+  c.start = StartMode::snapshot;
+  std::atomic<bool> done{false};
+  double seconds = 0;
+  std::uint64_t entries = 0;
+  auto threads = start_subscribers(pub, c, 1, [&](Subscriber& sub, int) {
+    auto count = [&](const Tick& t) { entries += (t.flags & kTickFromTable) != 0; };
+    const auto deadline = std::chrono::steady_clock::now() + 300s;
+    const std::uint64_t t0 = Clock::now();
+    while (sub.in_snapshot() && std::chrono::steady_clock::now() < deadline) (void)sub.poll(count);
+    seconds = Clock::instance().to_ns(Clock::now() - t0) * 1e-9;
+    if (sub.in_snapshot() || sub.counters().table_abandoned != 0) seconds = -1;  // not delivered
+    done.store(true, std::memory_order_release);
+  });
+  while (!done.load(std::memory_order_acquire)) {
+    pub.service();
+    std::this_thread::sleep_for(1ms);
+  }
+  for (auto& th : threads) th.join();
+  return {seconds, entries};
+}
+
+// Rounds of: ib_read_lat, then for each table size ib_read_bw of its bytes and --snapshots
+// snapshots of it.
+void snapshot_rounds(const Options& o, nlohmann::json& out) {
+  for (int r = 0; r < o.rounds; ++r) {
+    nlohmann::json round;
+    if (o.perftest) {
+      const auto lat = perftest_pair("ib_read_lat", "-d " + o.device + " -s 64 -n 1000 -F");
+      const auto v = lat ? result_line(*lat) : std::nullopt;
+      round["ib_read_lat_t_typical_us"] = v && v->size() >= 5 ? (*v)[4] : -1.0;
+      std::cout << "round " << r << ": ib_read_lat -s 64 t_typical " << round["ib_read_lat_t_typical_us"] << " us\n";
+    }
+    for (const std::uint32_t n : o.snapshot_instruments) {
+      // The table's region: one line for table_next, then 3 entries of 64 bytes per instrument.
+      const std::uint64_t bytes = 64 + std::uint64_t{n} * 3 * 64;
+      nlohmann::json row;
+      row["instruments"] = n;
+      row["table_bytes"] = bytes;
+      if (o.perftest) {
+        const std::uint64_t iters = std::max<std::uint64_t>(5, (64ull << 20) / bytes);  // about 64 MiB
+        const auto bw = perftest_pair("ib_read_bw", "-d " + o.device + " -s " + std::to_string(bytes) + " -n " +
+                                                        std::to_string(iters) + " -F");
+        const auto v = bw ? result_line(*bw, bytes) : std::nullopt;
+        const double mbs = v && v->size() >= 4 ? (*v)[3] : -1.0;  // BW average, MB/s
+        row["ib_read_bw_mb_per_s"] = mbs;
+        // perftest's MB is 2^20 bytes: the time one READ of the table's bytes takes at that rate.
+        row["ib_read_bw_table_s"] = mbs > 0 ? static_cast<double>(bytes) / (mbs * 1048576.0) : -1.0;
+        std::cout << "round " << r << ": ib_read_bw -s " << bytes << ": " << mbs << " MB/s, the table's bytes in "
+                  << row["ib_read_bw_table_s"].get<double>() * 1e3 << " ms\n";
+      }
+      for (int k = 0; k < o.snapshots; ++k) {
+        const auto [seconds, entries] = snapshot_once(o, n);
+        row["snapshot_s"].push_back(seconds);
+        row["snapshot_entries"].push_back(entries);
+        std::cout << "round " << r << ": snapshot of " << n << " instruments: " << entries << " entries in "
+                  << seconds * 1e3 << " ms\n";
+        std::cout.flush();
+      }
+      round["tables"].push_back(row);
+    }
+    out["snapshot_rounds"].push_back(round);
+  }
+}
+
 // Parses the command line into `o`; an exit status when the program ends here (--help, a bad
 // option, no address).
 std::optional<int> parse_options(int argc, char** argv, Options& o) {
@@ -274,6 +366,12 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
                "in-order placement (default: keep memory polling, commit word in a 2nd WRITE)");
   app.add_flag("!--no-perftest", o.perftest, "skip ib_write_lat / ib_write_bw");
   app.add_option("--json", o.json_path, "also write the figures as JSON to this file");
+  app.add_flag("--snapshot", o.snapshot,
+               "instead: a late joiner's snapshot of a full last-value table, next to ib_read_lat / ib_read_bw");
+  app.add_option("--snapshot-instruments", o.snapshot_instruments, "--snapshot: table sizes (default 1000 65536)")
+      ->check(CLI::Range(1, 1048576));
+  app.add_option("--snapshots", o.snapshots, "--snapshot: snapshots per table size per round")
+      ->check(CLI::Range(1, 1000));
   if (const auto status = command.parse(argc, argv)) return *status;
   if (o.addr.empty()) {
     std::cerr << "tickrail-bench-rc: --addr (or TICKRAIL_RDMA_ADDR) is required\n";
@@ -364,8 +462,12 @@ int main(int argc, char** argv) {
   out["device"] = o.device;
   out["latency_kind"] = "tickrail: one-way; ib_write_lat t_typical: RTT/2";
   try {
-    latency(o, out);
-    throughput(o, out);
+    if (o.snapshot) {
+      snapshot_rounds(o, out);
+    } else {
+      latency(o, out);
+      throughput(o, out);
+    }
   } catch (const std::exception& e) {
     std::cerr << "tickrail-bench-rc: " << e.what() << "\n";
     return 1;
