@@ -74,8 +74,14 @@ class TICKRAIL_API Subscriber {
     if (ring_ != nullptr) [[likely]] {
       const std::size_t n = ring_->poll(handler, limit);
       if (stats && n != 0) probe_.note_ring(*ring_);
-      // Transports whose publisher cannot read our credit word return it now and then (RC).
-      if (ring_->next_seq() >= credit_due_) [[unlikely]] return_credit();
+      // Transports whose publisher cannot read our credit word return it now and then (RC),
+      // and once the stream pauses (an empty poll in every kIdleCreditPolls while credit is
+      // owed), so that the publisher's view of us is not left a credit interval behind.
+      if (ring_->next_seq() >= credit_due_) [[unlikely]] {
+        return_credit();
+      } else if (n == 0 && ring_->next_seq() > credited_ && --idle_credit_ == 0) [[unlikely]] {
+        return_credit();
+      }
       return n;
     }
     return poll_indirect(detail::TickSink(handler), limit);
@@ -116,6 +122,9 @@ class TICKRAIL_API Subscriber {
   std::unique_ptr<detail::SubscriberTransport> impl_;
   RingReader* ring_ = nullptr;  // owned by impl_ for ring transports
   std::uint64_t credit_due_ = ~std::uint64_t{0};  // next_seq at which to call return_credit
+  std::uint64_t credited_ = ~std::uint64_t{0};    // next_seq last returned (~0: no credit to return)
+  static constexpr std::uint32_t kIdleCreditPolls = 65536;  // about 2 ms of an idle spinning loop
+  std::uint32_t idle_credit_ = kIdleCreditPolls;
   static constexpr std::uint32_t kIndirectEvery = 64;
   std::uint32_t indirect_countdown_ = 1;  // poll_indirect: empty polls until the next store
   stats::PollProbe probe_;

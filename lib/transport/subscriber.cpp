@@ -89,11 +89,14 @@ void Subscriber::start(const SubscriberConfig& config) {
 void Subscriber::adopt_ring() noexcept {
   ring_ = impl_->ring();
   credit_due_ = ring_ != nullptr ? impl_->return_credit(ring_->next_seq()) : ~std::uint64_t{0};
+  credited_ = credit_due_ != ~std::uint64_t{0} ? ring_->next_seq() : ~std::uint64_t{0};
   if (ring_ != nullptr) probe_.registration().set_state(stats::EndpointState::active);
 }
 
 void Subscriber::return_credit() noexcept {
   credit_due_ = impl_->return_credit(ring_->next_seq());
+  credited_ = ring_->next_seq();
+  idle_credit_ = kIdleCreditPolls;
   // Rare (every few thousand ticks): the place where a ring transport's own errors surface.
   store_indirect_stats();
 }
@@ -161,6 +164,7 @@ bool Subscriber::wait_active(std::chrono::milliseconds timeout) {
 void Subscriber::close() noexcept {
   ring_ = nullptr;
   credit_due_ = ~std::uint64_t{0};
+  credited_ = ~std::uint64_t{0};
   if (impl_) impl_->close();
   probe_.registration().set_state(stats::EndpointState::closed);
 }

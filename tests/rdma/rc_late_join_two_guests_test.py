@@ -122,6 +122,9 @@ def main() -> int:
         k = json.loads(slurp(os.path.join(d, "keeper.json")))
         lj = json.loads(slurp(os.path.join(d, "late.json")))
         published = rep["ticks_published"]
+        lags = [s["lag"] for s in rep["subscribers"]]
+        ok = check(lags == [0, 0], f"the publisher saw both subscribers take every tick before it closed "
+                                   f"(lags {lags}: their credit returned once the stream paused)") and ok
         ok = check(k["lost"] == 0 and k["count"] == published,
                    f"the keeper received all {published} ticks ({k['count']}, lost {k['lost']})") and ok
         t = lj["table"]

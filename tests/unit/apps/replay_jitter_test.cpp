@@ -182,6 +182,10 @@ TEST_CASE("replayToJitterOverShmAtAFixedRateWithTheBook", "[e2e]") {
   // heard nothing for a second and left before the first tick).
   CHECK(run.replay["unheard"] == 0);
   CHECK(run.replay["lag"]["count"] == published);
+  // It took everything before the channel closed, and the publisher knew (over RC, from the
+  // credit a subscriber returns once the stream pauses, not only every credit interval).
+  REQUIRE(run.replay["subscribers"].size() == 1);
+  CHECK(run.replay["subscribers"][0]["lag"] == 0);
   CHECK(run.jitter["count"] == published);
   CHECK(run.jitter["lost"] == 0);
   CHECK(run.jitter["ended"] == "publisher_gone");

@@ -564,7 +564,11 @@ std::vector<SubscriberStatus> RcPublisher::subscribers() const {
     status.peer = l.peer;
     status.policy = static_cast<SlowConsumerPolicy>(l.req.policy);
     status.state = to_string(s);
-    status.position = l.position.load(std::memory_order_relaxed);
+    // The data path reads the subscriber's credit only when it needs room: read it here too,
+    // not to report a subscriber a credit interval behind where it is. Clamped as there.
+    const std::uint64_t cached = l.position.load(std::memory_order_relaxed);
+    const std::uint64_t credit = load_word(l.block.credit[0]);
+    status.position = credit > cached && credit <= published ? credit : cached;
     status.lag = published > status.position && status.position != 0 ? published - status.position
                                                                      : 0;
     status.back_pressure = l.back_pressure.load(std::memory_order_relaxed);

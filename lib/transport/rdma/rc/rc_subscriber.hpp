@@ -125,6 +125,17 @@ class RcSubscriber final : public detail::SubscriberTransport {
   }
   void start_table();
   std::size_t poll_with_table(detail::TickSink sink, std::size_t limit) noexcept;
+  // After a poll of our own (CQ polling, a table delivery): the credit when due, and once the
+  // stream pauses, as Subscriber::poll does for a ring it polls inline.
+  void settle_credit(std::uint64_t next, bool empty) noexcept {
+    if (next >= credit_due_) {
+      credit_due_ = return_credit(next);
+    } else if (empty && next > last_credit_ && --idle_credit_ == 0) [[unlikely]] {
+      idle_credit_ = kIdleCreditPolls;
+      credit_due_ = return_credit(next);
+    }
+  }
+  static constexpr std::uint32_t kIdleCreditPolls = 65536;
   void note_loss(PeerLoss why) noexcept;
 
   SubscriberConfig config_;
@@ -166,6 +177,7 @@ class RcSubscriber final : public detail::SubscriberTransport {
   std::uint32_t credit_rkey_ = 0;
   std::uint64_t credit_every_ = 0;
   std::uint64_t last_credit_ = 0;
+  std::uint32_t idle_credit_ = kIdleCreditPolls;  // empty polls of our own left before an idle credit
   std::uint64_t credits_posted_ = 0;
   std::uint64_t credits_completed_ = 0;
   std::uint32_t credit_depth_ = 64;

@@ -45,7 +45,7 @@ std::size_t RcSubscriber::poll_with_table(detail::TickSink sink, std::size_t lim
   }
   // Polled out of line, the ring's credit goes back from here (Subscriber::poll returns it for a
   // ring polled inline only).
-  if (reader_.next_seq() >= credit_due_) credit_due_ = return_credit(reader_.next_seq());
+  settle_credit(reader_.next_seq(), n == 0);
   return n;
 }
 
@@ -114,7 +114,7 @@ std::size_t RcSubscriber::poll_cq(detail::TickSink sink, std::size_t limit) noex
     next_ = resume;
   }
   received_ += delivered;
-  if (next_ >= credit_due_) credit_due_ = return_credit(next_);
+  settle_credit(next_, delivered == 0);
   return delivered;
 }
 
