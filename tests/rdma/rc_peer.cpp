@@ -3,9 +3,10 @@
 // can a person. Every wait is bounded (--timeout-ms, default 240 s).
 //
 //   rc_peer pub --addr A [--port P] [--channel C] [--capacity N] [--subs K] [--ticks T]
-//               [--batch B] [--token X] [--linger-ms M]
+//               [--batch B] [--token X] [--linger-ms M] [--close-at-once]
 //       listens (port 0: ephemeral), waits for K subscribers, publishes T ticks (0: until
-//       killed) in batches of B, serves until every subscriber has left, then M ms more.
+//       killed) in batches of B, serves until every subscriber has left, then M ms more;
+//       with --close-at-once, closes as soon as the last publish() returns.
 //       Prints "listening PORT", "serving K", "published T ...", "links L ..." whenever its
 //       subscriber list changes, and "done ...".
 //   rc_peer sub --addr A --port P [--channel C] [--policy P] [--polling memory|cq] [--split]
@@ -61,7 +62,7 @@ Args parse(int argc, char** argv) {
     std::string k = argv[i];
     if (k.rfind("--", 0) != 0) continue;
     k = k.substr(2);
-    if (k == "split") {
+    if (k == "split" || k == "close-at-once") {
       a.kv[k] = "1";
     } else if (i + 1 < argc) {
       a.kv[k] = argv[++i];
@@ -166,6 +167,11 @@ int run_pub(const Args& a) {
   }
   say("published " + std::to_string(sent) + " back_pressured " +
       std::to_string(pub.counters().back_pressured));
+  if (a.flag("close-at-once")) {
+    pub.close();  // what publish() accepted and has not yet written is close()'s to write
+    say("done published " + std::to_string(pub.counters().published) + " closed at once");
+    return 0;
+  }
 
   // Serve (heartbeats, backlogs) until every subscriber has finished and left, or the time
   // runs out: a subscriber returns its credit every quarter ring, so its position here may

@@ -533,6 +533,13 @@ void RcPublisher::close() noexcept {
   // Waits for a publish() in progress; from here on the data path is ours.
   if (!close_guard_.close()) return;
   notify_and_drain();
+  for (std::uint32_t i = 0; i < n_active_; ++i) {
+    const Active& a = active_[i];
+    if (a.dead || a.evicting || a.sent >= next_seq_) continue;
+    logger()->warn("publisher: channel '{}': closed with {} ticks published but not written to subscriber {} "
+                   "(its send queue stayed full for 2 s): it does not receive them",
+                   config_.channel, next_seq_ - a.sent, a.link->peer);
+  }
   cm_thread_.request_stop();
   if (cm_thread_.joinable()) cm_thread_.join();
   for (Link& l : links_) {

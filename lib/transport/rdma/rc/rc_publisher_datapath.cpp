@@ -596,13 +596,28 @@ void RcPublisher::activate(std::uint32_t pending_pos) noexcept {
 }
 
 void RcPublisher::notify_and_drain() noexcept {
-  // Runs in close(), owning the data path: tell every subscriber, wait (bounded) for the
-  // notices to land, so that they read "closed" rather than a silent disconnect.
+  // Runs in close(), owning the data path. First the ticks publish() accepted but could not yet
+  // write (a send queue that was full: a backlog a later publish() would have sent), bounded:
+  // closing must not drop what the subscribers' rings had room for. Then tell every subscriber,
+  // and wait (bounded) for the notices to land, so that they read "closed" rather than a silent
+  // disconnect.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (;;) {
+    bool behind = false;
+    for (std::uint32_t i = 0; i < n_active_; ++i) {
+      Active& a = active_[i];
+      if (a.dead || a.evicting || a.sent >= next_seq_) continue;
+      send(a, next_seq_);
+      behind = behind || (!a.dead && a.sent < next_seq_);
+    }
+    if (!behind || std::chrono::steady_clock::now() >= deadline) break;  // close() names what is left
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
   for (std::uint32_t i = 0; i < n_active_; ++i) {
     Active& a = active_[i];
     if (!a.dead && !a.evicting) (void)post_notice(a, Notice::closed);
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  const auto notices_by = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   for (;;) {
     bool waiting = false;
     for (std::uint32_t i = 0; i < n_active_; ++i) {
@@ -611,7 +626,7 @@ void RcPublisher::notify_and_drain() noexcept {
       reap(a);
       waiting = waiting || (!a.dead && a.completed < a.notice_wr);
     }
-    if (!waiting || std::chrono::steady_clock::now() >= deadline) break;
+    if (!waiting || std::chrono::steady_clock::now() >= notices_by) break;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 }
