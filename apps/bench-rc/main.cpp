@@ -33,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <exception>
 #include <future>
 #include <iostream>
 #include <memory>
@@ -169,16 +170,31 @@ std::vector<std::thread> start_subscribers(Publisher& pub, const SubscriberConfi
                                            Body body) {
   std::vector<std::thread> threads;
   auto connected = std::make_shared<std::atomic<int>>(0);
+  // A subscriber that cannot connect (a bad setting for this device, say) ends the run with
+  // its Error, not with std::terminate on its thread.
+  auto failure = std::make_shared<std::exception_ptr>();
+  auto failed = std::make_shared<std::atomic<bool>>(false);
   for (int i = 0; i < n; ++i) {
-    threads.emplace_back([&pub, c, i, connected, body] {
+    threads.emplace_back([&pub, c, i, connected, failure, failed, body] {
       (void)pub;
-      Subscriber sub(c);
+      std::optional<Subscriber> sub;
+      try {
+        sub.emplace(c);
+      } catch (...) {
+        if (!failed->exchange(true)) *failure = std::current_exception();
+        return;
+      }
       connected->fetch_add(1);
-      body(sub, i);
+      body(*sub, i);
     });
   }
-  if (pub.wait_subscribers(static_cast<std::uint32_t>(n), 60s) < static_cast<std::uint32_t>(n)) {
-    throw tickrail::Error(Errc::timed_out, "subscribers did not connect within 60 s");
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (pub.wait_subscribers(static_cast<std::uint32_t>(n), 10ms) < static_cast<std::uint32_t>(n)) {
+    if (failed->load() || std::chrono::steady_clock::now() >= deadline) {
+      for (auto& th : threads) th.join();  // one config for all: the others failed alike
+      if (failed->load()) std::rethrow_exception(*failure);
+      throw tickrail::Error(Errc::timed_out, "subscribers did not connect within 60 s");
+    }
   }
   return threads;
 }
@@ -364,7 +380,7 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   app.add_flag("!--no-split-commit", o.split_commit,
                "memory polling falls back to CQ polling where the device does not report "
                "in-order placement (default: keep memory polling, commit word in a 2nd WRITE)");
-  app.add_flag("!--no-perftest", o.perftest, "skip ib_write_lat / ib_write_bw");
+  app.add_flag("!--no-perftest", o.perftest, "skip perftest (ib_write_lat / ib_write_bw; with --snapshot, ib_read_lat / ib_read_bw)");
   app.add_option("--json", o.json_path, "also write the figures as JSON to this file");
   app.add_flag("--snapshot", o.snapshot,
                "instead: a late joiner's snapshot of a full last-value table, next to ib_read_lat / ib_read_bw");

@@ -304,17 +304,20 @@ void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec
   info.snapshot = sc.start == StartMode::snapshot;
   bool in_snapshot = info.snapshot;
   std::uint64_t abandoned_before = 0;  // table deliveries given up before the snapshot's end
+  // The poll that ends a snapshot may deliver nothing (an empty table, a delivery given up).
+  auto snapshot_ended = [&] {
+    if (!in_snapshot || sub.in_snapshot()) [[likely]] return;
+    in_snapshot = false;
+    rec.on_snapshot_end(Clock::now());
+    abandoned_before = sub.counters().table_abandoned;  // once: the snapshot given up, not delivered
+  };
 
   for (;;) {
     const std::uint64_t now = Clock::now();
     rec.on_poll(now);
     const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(o.batch, limit - rec.received()));
     const std::size_t n = sub.poll(handler, want);
-    if (in_snapshot && !sub.in_snapshot()) [[unlikely]] {
-      in_snapshot = false;
-      rec.on_snapshot_end(Clock::now());
-      abandoned_before = sub.counters().table_abandoned;  // once: the snapshot given up, not delivered
-    }
+    snapshot_ended();
     if (rec.received() >= limit) {
       info.ended = "count";
       break;
@@ -336,6 +339,7 @@ void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec
     }
     if (windows.due(now)) windows.close(now, rec, sub.counters().lost, o.live);
   }
+  snapshot_ended();  // in the stream's last polls (stream_end)
   info.elapsed_s = clock.to_ns(Clock::now() - start) * 1e-9;
   info.counters = sub.counters();
   info.position = sub.next_sequence();

@@ -43,6 +43,25 @@ class TICKRAIL_API TickSink {
   void* obj_;
   void (*call_)(void*, const Tick&);
 };
+// Whether a reader that returns its credit only now and then (RC), and owes some, should
+// return it now: its stream has paused, its position unmoved for `wait` clock cycles (1 ms by
+// default), so that the publisher's view of it is not left a credit interval behind. Looked at
+// every kEvery empty polls (one clock read each), so a loop that parks between polls returns it
+// later. One thread.
+class TICKRAIL_API IdleCredit {
+ public:
+  static constexpr std::uint32_t kEvery = 64;
+  IdleCredit() noexcept;
+  // On an empty poll while credit is owed (`next`: the reader's position).
+  bool due(std::uint64_t next) noexcept { return --countdown_ == 0 && look(next); }
+
+ private:
+  bool look(std::uint64_t next) noexcept;
+  std::uint64_t wait_;
+  std::uint64_t next_ = 0;   // the position when last looked at
+  std::uint64_t since_ = 0;  // since when it has stood there (Clock cycles)
+  std::uint32_t countdown_ = kEvery;
+};
 }  // namespace detail
 
 class TICKRAIL_API Subscriber {
@@ -75,11 +94,10 @@ class TICKRAIL_API Subscriber {
       const std::size_t n = ring_->poll(handler, limit);
       if (stats && n != 0) probe_.note_ring(*ring_);
       // Transports whose publisher cannot read our credit word return it now and then (RC),
-      // and once the stream pauses (an empty poll in every kIdleCreditPolls while credit is
-      // owed), so that the publisher's view of us is not left a credit interval behind.
+      // and once the stream pauses while they owe some (detail::IdleCredit).
       if (ring_->next_seq() >= credit_due_) [[unlikely]] {
         return_credit();
-      } else if (n == 0 && ring_->next_seq() > credited_ && --idle_credit_ == 0) [[unlikely]] {
+      } else if (n == 0 && ring_->next_seq() > credited_ && idle_.due(ring_->next_seq())) [[unlikely]] {
         return_credit();
       }
       return n;
@@ -122,9 +140,8 @@ class TICKRAIL_API Subscriber {
   std::unique_ptr<detail::SubscriberTransport> impl_;
   RingReader* ring_ = nullptr;  // owned by impl_ for ring transports
   std::uint64_t credit_due_ = ~std::uint64_t{0};  // next_seq at which to call return_credit
-  std::uint64_t credited_ = ~std::uint64_t{0};    // next_seq last returned (~0: no credit to return)
-  static constexpr std::uint32_t kIdleCreditPolls = 65536;  // about 2 ms of an idle spinning loop
-  std::uint32_t idle_credit_ = kIdleCreditPolls;
+  std::uint64_t credited_ = ~std::uint64_t{0};  // what the publisher has (~0: nothing to return)
+  detail::IdleCredit idle_;
   static constexpr std::uint32_t kIndirectEvery = 64;
   std::uint32_t indirect_countdown_ = 1;  // poll_indirect: empty polls until the next store
   stats::PollProbe probe_;

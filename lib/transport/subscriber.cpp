@@ -5,6 +5,7 @@
 
 #include "core/enum_names.hpp"
 #include "core/stats.hpp"
+#include "tickrail/clock.hpp"
 #include "tickrail/error.hpp"
 #include "core/log.hpp"
 #include "transport/transport.hpp"
@@ -60,6 +61,22 @@ std::unique_ptr<detail::SubscriberTransport> attach(const SubscriberConfig& conf
 // What a later attempt can change: a publisher not there yet (RC: nobody listening at the
 // address), gone (also in the system's words, when it vanished mid-handshake), or not
 // answering. A refusal (rejected: wrong token, channel or address) is final.
+detail::IdleCredit::IdleCredit() noexcept
+    : wait_(static_cast<std::uint64_t>(Clock::instance().ns_to_cycles(1e6))) {}
+
+bool detail::IdleCredit::look(std::uint64_t next) noexcept {
+  countdown_ = kEvery;
+  const std::uint64_t now = Clock::now();
+  if (next != next_) {
+    next_ = next;
+    since_ = now;
+    return false;
+  }
+  if (now - since_ < wait_) return false;
+  since_ = now;  // returned now: the next one no sooner than `wait` later, should it be deferred
+  return true;
+}
+
 bool detail::attach_worth_retrying(const std::error_code& e) noexcept {
   return e == Errc::not_found || e == Errc::peer_gone || e == Errc::timed_out ||
          e == std::errc::connection_reset || e == std::errc::broken_pipe ||
@@ -89,14 +106,13 @@ void Subscriber::start(const SubscriberConfig& config) {
 void Subscriber::adopt_ring() noexcept {
   ring_ = impl_->ring();
   credit_due_ = ring_ != nullptr ? impl_->return_credit(ring_->next_seq()) : ~std::uint64_t{0};
-  credited_ = credit_due_ != ~std::uint64_t{0} ? ring_->next_seq() : ~std::uint64_t{0};
+  credited_ = ring_ != nullptr ? impl_->credited() : ~std::uint64_t{0};
   if (ring_ != nullptr) probe_.registration().set_state(stats::EndpointState::active);
 }
 
 void Subscriber::return_credit() noexcept {
   credit_due_ = impl_->return_credit(ring_->next_seq());
-  credited_ = ring_->next_seq();
-  idle_credit_ = kIdleCreditPolls;
+  credited_ = impl_->credited();  // not ours to assume: a full send queue defers it
   // Rare (every few thousand ticks): the place where a ring transport's own errors surface.
   store_indirect_stats();
 }

@@ -46,6 +46,8 @@ class SubscriberTransport {
     (void)next_seq;
     return ~std::uint64_t{0};
   }
+  // The position the publisher last got from return_credit (~0: none to return, ever).
+  virtual std::uint64_t credited() const noexcept { return ~std::uint64_t{0}; }
   virtual SubscriberState state() const noexcept = 0;
   virtual SubscriberCounters counters() const noexcept = 0;
   virtual std::uint64_t next_sequence() const noexcept = 0;

@@ -619,12 +619,20 @@ TEST_CASE("jitterSaysItsSnapshotIsNotCompleteAndExits1", "[e2e][state]") {
   const pid_t j = spawn({jitter, "-c", base + ".toml", "--channel", pc.channel, "--start", "snapshot", "--quiet",
                          "--attach-timeout-ms", "10000", "--json", base + ".json", "--state-out", base + "-state.json"},
                         base + ".log");
-  // A live stream for 1.5 s (the delivery's budget is 0.3 s), then the channel closes.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+  // A live stream until the subscriber has attached (bounded), then for 1.5 s more (the
+  // delivery's budget is 0.3 s), then the channel closes.
+  const auto attach_by = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto until = attach_by;
+  bool attached = false;
   while (std::chrono::steady_clock::now() < until) {
     (void)pub.publish({&q, 1});
+    if (!attached && !pub.subscribers().empty()) {
+      attached = true;
+      until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  REQUIRE(attached);
   pub.close();
   const int rc = wait_bounded(j, std::chrono::seconds(30));
   const std::string log = slurp(base + ".log");

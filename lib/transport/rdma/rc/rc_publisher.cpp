@@ -561,7 +561,6 @@ void RcPublisher::close() noexcept {
 std::vector<SubscriberStatus> RcPublisher::subscribers() const {
   std::vector<SubscriberStatus> out;
   const std::lock_guard lock(status_mutex_);
-  const std::uint64_t published = published_seq_.load(std::memory_order_relaxed);
   for (std::uint32_t i = 0; i < config_.max_subscribers; ++i) {
     const Link& l = links_[i];
     const auto s = static_cast<LinkState>(l.state.load(std::memory_order_acquire));
@@ -575,6 +574,8 @@ std::vector<SubscriberStatus> RcPublisher::subscribers() const {
     // not to report a subscriber a credit interval behind where it is. Clamped as there.
     const std::uint64_t cached = l.position.load(std::memory_order_relaxed);
     const std::uint64_t credit = load_word(l.block.credit[0]);
+    // After the credit: a credit that came in between is not beyond what was published.
+    const std::uint64_t published = published_seq_.load(std::memory_order_acquire);
     status.position = credit > cached && credit <= published ? credit : cached;
     status.lag = published > status.position && status.position != 0 ? published - status.position
                                                                      : 0;

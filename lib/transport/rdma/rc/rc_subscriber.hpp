@@ -63,6 +63,9 @@ class RcSubscriber final : public detail::SubscriberTransport {
   bool ready() noexcept override { return !closed_; }  // connected in the constructor
   std::size_t poll(detail::TickSink sink, std::size_t limit) noexcept override;
   std::uint64_t return_credit(std::uint64_t next_seq) noexcept override;
+  std::uint64_t credited() const noexcept override {
+    return closed_ || loss_.load(std::memory_order_relaxed) != 0 ? ~std::uint64_t{0} : last_credit_;
+  }
   SubscriberState state() const noexcept override;
   SubscriberCounters counters() const noexcept override;
   std::uint64_t next_sequence() const noexcept override;
@@ -130,12 +133,10 @@ class RcSubscriber final : public detail::SubscriberTransport {
   void settle_credit(std::uint64_t next, bool empty) noexcept {
     if (next >= credit_due_) {
       credit_due_ = return_credit(next);
-    } else if (empty && next > last_credit_ && --idle_credit_ == 0) [[unlikely]] {
-      idle_credit_ = kIdleCreditPolls;
+    } else if (empty && next > last_credit_ && idle_.due(next)) [[unlikely]] {
       credit_due_ = return_credit(next);
     }
   }
-  static constexpr std::uint32_t kIdleCreditPolls = 65536;
   void note_loss(PeerLoss why) noexcept;
 
   SubscriberConfig config_;
@@ -177,7 +178,7 @@ class RcSubscriber final : public detail::SubscriberTransport {
   std::uint32_t credit_rkey_ = 0;
   std::uint64_t credit_every_ = 0;
   std::uint64_t last_credit_ = 0;
-  std::uint32_t idle_credit_ = kIdleCreditPolls;  // empty polls of our own left before an idle credit
+  detail::IdleCredit idle_;  // polls of our own
   std::uint64_t credits_posted_ = 0;
   std::uint64_t credits_completed_ = 0;
   std::uint32_t credit_depth_ = 64;
