@@ -86,6 +86,8 @@ class TICKRAIL_API Publisher {
   // or not that class or instrument. Any thread; a concurrent publish may make it a tick newer.
   [[nodiscard]] std::optional<Tick> last_value(std::uint32_t instrument, StateClass cls) const noexcept;
   // Marks the channel closed (subscribers see it after draining) and releases it. Idempotent.
+  // RC: ticks publish() accepted but could not yet write (a full send queue) are written first,
+  // for up to 2 s (a warning names what is left).
   void close() noexcept;
 
  private:
