@@ -535,7 +535,7 @@ void RcPublisher::close() noexcept {
   notify_and_drain();
   for (std::uint32_t i = 0; i < n_active_; ++i) {
     const Active& a = active_[i];
-    if (a.dead || a.evicting || a.sent >= next_seq_) continue;
+    if (!backlogged(a)) continue;
     logger()->warn("publisher: channel '{}': closed with {} ticks published but not written to subscriber {} "
                    "(its send queue stayed full for 2 s): it does not receive them",
                    config_.channel, next_seq_ - a.sent, a.link->peer);

@@ -231,6 +231,10 @@ class RcPublisher final : public detail::PublisherTransport {
   Link* find(const rdma_cm_id* id) noexcept;
   bool allowed(const sockaddr* peer) const noexcept;
   void notify_and_drain() noexcept;
+  // Live, and ticks publish() accepted are still to be written to it.
+  [[nodiscard]] bool backlogged(const Active& a) const noexcept {
+    return !a.dead && !a.evicting && a.sent < next_seq_;
+  }
 
   PublisherConfig config_;
   ServeTerms terms_;

@@ -595,30 +595,40 @@ void RcPublisher::activate(std::uint32_t pending_pos) noexcept {
   if (a.sent < next_seq_) send(a, next_seq_);  // the ticks published since it was accepted
 }
 
+namespace {
+
+// Runs `more()` every 200 us while it says there is more to do, for up to 2 s (close() only).
+template <class More>
+void for_up_to_2s(More more) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (more() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+}  // namespace
+
 void RcPublisher::notify_and_drain() noexcept {
   // Runs in close(), owning the data path. First the ticks publish() accepted but could not yet
-  // write (a send queue that was full: a backlog a later publish() would have sent), bounded:
-  // closing must not drop what the subscribers' rings had room for. Then tell every subscriber,
-  // and wait (bounded) for the notices to land, so that they read "closed" rather than a silent
-  // disconnect.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  for (;;) {
+  // write (a send queue that was full: a backlog a later publish() would have sent): closing must
+  // not drop what the subscribers' rings had room for (close() names what is left). Then tell
+  // every subscriber, and wait for the notices to land, so that they read "closed" rather than a
+  // silent disconnect.
+  for_up_to_2s([this] {
     bool behind = false;
     for (std::uint32_t i = 0; i < n_active_; ++i) {
       Active& a = active_[i];
-      if (a.dead || a.evicting || a.sent >= next_seq_) continue;
+      if (!backlogged(a)) continue;
       send(a, next_seq_);
-      behind = behind || (!a.dead && a.sent < next_seq_);
+      behind = behind || backlogged(a);
     }
-    if (!behind || std::chrono::steady_clock::now() >= deadline) break;  // close() names what is left
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
+    return behind;
+  });
   for (std::uint32_t i = 0; i < n_active_; ++i) {
     Active& a = active_[i];
     if (!a.dead && !a.evicting) (void)post_notice(a, Notice::closed);
   }
-  const auto notices_by = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  for (;;) {
+  for_up_to_2s([this] {
     bool waiting = false;
     for (std::uint32_t i = 0; i < n_active_; ++i) {
       Active& a = active_[i];
@@ -626,9 +636,8 @@ void RcPublisher::notify_and_drain() noexcept {
       reap(a);
       waiting = waiting || (!a.dead && a.completed < a.notice_wr);
     }
-    if (!waiting || std::chrono::steady_clock::now() >= notices_by) break;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
+    return waiting;
+  });
 }
 
 }  // namespace tickrail::rdma::rc
