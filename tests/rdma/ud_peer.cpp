@@ -221,8 +221,10 @@ int publish(const PubOpts& o) {
 
   // Serve recovery (the NIC does) and heartbeats until the subscribers hang up, or the linger
   // time ends; --hold keeps going until killed (bounded by the linger time all the same).
+  // Subscribers we waited for count as had even if all of them hung up before the last send
+  // completed: they may finish (recovering what they missed) before this loop starts.
   const auto t_end = SteadyClock::now();
-  bool had = pub.subscriber_count() > 0;
+  bool had = o.wait_subscribers > 0 || pub.subscriber_count() > 0;
   while (since(t_end) * 1000 < o.linger_ms) {
     service();
     const std::uint32_t n = pub.subscriber_count() + (pub_b ? pub_b->subscriber_count() : 0);
