@@ -19,11 +19,6 @@ std::unique_ptr<PublisherTransport> make_publisher_transport(const PublisherConf
                                                              const Placement& where) {
   config.validate();
   if (config.transport == TransportKind::shm) return std::make_unique<shm::ShmPublisher>(config, where);
-  if (config.state.enabled && config.transport == TransportKind::ud) {
-    throw Error(Errc::unsupported, "the last-value table ([state] enabled) is kept on shm and rc "
-                                   "channels in this version, not yet on ud (channel '" +
-                                       config.channel + "')");
-  }
 #if TICKRAIL_HAVE_RDMA
   rdma::require_device(config.rdma.device, to_string(config.transport));
   if (config.transport == TransportKind::ud) return std::make_unique<rdma::ud::UdPublisher>(config, where);

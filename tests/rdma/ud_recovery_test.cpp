@@ -4,6 +4,7 @@
 // history, and so the exact count lost for good, is known in advance.
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <iostream>
 #include <numeric>
 #include <vector>
@@ -12,6 +13,8 @@
 #include "tickrail/subscriber.hpp"
 #include "transport/rdma/ud/ud_publisher.hpp"
 #include "transport/rdma/ud/ud_subscriber.hpp"
+#include "transport/rdma/ud/recovery_link.hpp"
+#include "core/last_value.hpp"
 #include "ud_support.hpp"
 
 using namespace tickrail;
@@ -299,4 +302,82 @@ TEST_CASE("aStreamThroughThePublicApiArrivesInOrder") {
   CHECK(sub.counters().lost == 0);
   CHECK(pub.counters().published == 1000);
   CHECK(pub.next_sequence() == 1001);
+}
+
+// [state] on a UD channel: the publisher keeps the last-value table after the history, and the
+// recovery connection grants it for RDMA READ and nothing else. Each entry read over the link
+// holds the last tick of its instrument and class, as the test computed it on its own.
+TEST_CASE("aUdPublisherKeepsTheLastValueTableAndGrantsItForReadingOnly") {
+  constexpr std::uint32_t kCapacity = 64;
+  PublisherConfig pc = ud_publisher_config("239.7.7.19", 7489);
+  pc.state.enabled = true;
+  pc.state.capacity = kCapacity;
+  UdPublisher pub(pc);
+  REQUIRE(pub.table() != nullptr);
+  const detail::TableGeometry g{kCapacity, 7};
+  CHECK(pub.table()->geometry() == g);
+
+  // Quotes, trades, executions, statuses and adds (no class) over 80 instruments: 64 kept, 16
+  // beyond the capacity (counted, not kept).
+  constexpr TickKind kKinds[] = {TickKind::Quote, TickKind::Trade, TickKind::Add, TickKind::Execute,
+                                 TickKind::Status, TickKind::Quote, TickKind::Quote};
+  std::vector<std::uint64_t> last(g.entries(), 0);
+  std::uint64_t beyond = 0;
+  std::vector<Tick> batch;
+  for (std::uint64_t i = 1; i <= 5000; ++i) {
+    Tick t = ud_tick(i);
+    t.kind = kKinds[i % std::size(kKinds)];
+    t.instrument = static_cast<std::uint32_t>((i * 7) % 80);
+    const std::size_t k = g.entry_of(t);
+    if (state_class_of(t.kind) >= 0 && t.instrument >= kCapacity) ++beyond;
+    else if (k != ~std::size_t{0}) last[k] = i;
+    batch.push_back(t);
+    if (batch.size() == 13 || i == 5000) {
+      REQUIRE(pub.publish(batch).ok());
+      batch.clear();
+    }
+  }
+  CHECK(pub.next_sequence() == 5001);
+  CHECK(pub.counters().state_beyond == beyond);
+
+  rdma::ud::RecoveryLink::Params lp;
+  lp.publisher = rdma::Address::parse(pc.rdma.address, pub.recovery_port());
+  lp.session = pub.session();
+  lp.device = pc.rdma.device;
+  rdma::ud::RecoveryLink link(lp);
+  REQUIRE(link.table().has_value());
+  CHECK(*link.table() == g);
+
+  Tick got{};
+  REQUIRE(link.probe_table(false, 0, got) == IBV_WC_SUCCESS);
+  std::uint64_t table_next = 0;
+  std::memcpy(&table_next, &got, sizeof table_next);
+  CHECK(table_next == 5001);
+  std::uint64_t filled = 0;
+  for (std::size_t k = 0; k < g.entries(); ++k) {
+    REQUIRE(link.probe_table(false, sizeof(rdma::TableHeader) + k * sizeof(Slot), got) == IBV_WC_SUCCESS);
+    INFO("entry " << k << " (instrument " << k / kStateClasses << ", class " << k % kStateClasses << ")");
+    CHECK(got.seq == last[k]);
+    if (last[k] != 0) {
+      ++filled;
+      const Tick want = ud_tick(last[k]);
+      CHECK(got.price == want.price);
+      CHECK(got.order_ref == want.order_ref);
+      CHECK(got.instrument == k / kStateClasses);
+    }
+  }
+  CHECK(filled > 0);
+  CHECK(pub.counters().state_entries == filled);
+
+  // Written by the publisher's CPU only: a subscriber's WRITE fails, and changes nothing.
+  const Slot before = pub.table()->entries()[0];
+  CHECK(link.probe_table(true, sizeof(rdma::TableHeader), got) != IBV_WC_SUCCESS);
+  CHECK(std::memcmp(&before, &pub.table()->entries()[0], sizeof before) == 0);
+
+  // A channel without [state] grants no table.
+  UdPublisher plain(ud_publisher_config("239.7.7.20", 7490));
+  lp.publisher = rdma::Address::parse(pc.rdma.address, plain.recovery_port());
+  lp.session = plain.session();
+  rdma::ud::RecoveryLink plain_link(lp);
+  CHECK_FALSE(plain_link.table().has_value());
 }

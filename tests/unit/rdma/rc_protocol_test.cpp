@@ -195,7 +195,7 @@ TEST_CASE("aTableIsAskedForRefusedWithoutOneAndItsGrantChecked") {
   const auto g = granted_table(a, why);
   REQUIRE(g);
   CHECK(g->entries() == 3000);
-  CHECK(table_region_bytes(*g) == 64 + 3000 * 64);
+  CHECK(tickrail::rdma::table_region_bytes(*g) == 64 + 3000 * 64);
   auto refused = [&](const AcceptReply& bad, const char* text) {
     std::string w;
     CHECK_FALSE(granted_table(bad, w).has_value());

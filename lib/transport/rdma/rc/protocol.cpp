@@ -185,21 +185,4 @@ std::optional<RejectNote> judge(const ConnectRequest& req, const ServeTerms& ter
   return std::nullopt;
 }
 
-std::optional<detail::TableGeometry> granted_table(const AcceptReply& r, std::string& why) {
-  const detail::TableGeometry g{r.table_capacity, r.table_classes};
-  if (!g.valid()) {
-    why = "a table of " + std::to_string(g.capacity) + " instruments and classes " +
-          std::to_string(g.classes) + " (accepted: 1 to " + std::to_string(kMaxStateCapacity) +
-          " instruments, classes 1 to 7)";
-    return std::nullopt;
-  }
-  const std::uint64_t bytes = table_region_bytes(g);
-  if (r.table_addr == 0 || r.table_addr % kCacheLine != 0 || r.table_addr > ~std::uint64_t{0} - bytes) {
-    why = "a table at address " + std::to_string(r.table_addr) + " that is not a usable " +
-          "cache-line-aligned range of " + std::to_string(bytes) + " bytes";
-    return std::nullopt;
-  }
-  return g;
-}
-
 }  // namespace tickrail::rdma::rc

@@ -34,6 +34,7 @@
 #include <type_traits>
 
 #include "core/last_value.hpp"
+#include "transport/rdma/common/table_region.hpp"
 #include "tickrail/config.hpp"
 #include "tickrail/error.hpp"
 #include "tickrail/ring.hpp"
@@ -158,21 +159,12 @@ static_assert(sizeof(AcceptReply) <= kRepPrivateDataMax);
 // What a subscriber with start = snapshot or policy = conflate needs: the publisher's table.
 inline constexpr std::uint8_t kWantsTable = 1;
 
-// The publisher's table region, read by subscribers with RDMA READ (nothing else of its memory
-// is readable): the table_next word (every tick below it is in the table), then the entries.
-struct alignas(kCacheLine) TableHeader {
-  std::uint64_t table_next;
-  std::uint64_t pad[7];
-};
-static_assert(sizeof(TableHeader) == kCacheLine);
-[[nodiscard]] inline std::size_t table_region_bytes(detail::TableGeometry g) noexcept {
-  return sizeof(TableHeader) + g.bytes();
+// The publisher's table region (transport/rdma/common/table_region.hpp), as an accept grants
+// it: usable or nullopt, and `why` says what is wrong.
+[[nodiscard]] inline std::optional<detail::TableGeometry> granted_table(const AcceptReply& r,
+                                                                        std::string& why) {
+  return rdma::granted_table(r.table_addr, r.table_capacity, r.table_classes, why);
 }
-
-// The table an accept grants, when it is usable: its geometry valid, its range a cache-line-
-// aligned address range that does not wrap. Otherwise nullopt, and `why` says what is wrong.
-[[nodiscard]] std::optional<detail::TableGeometry> granted_table(const AcceptReply& r,
-                                                                 std::string& why);
 
 enum class RejectReason : std::uint16_t {
   malformed = 1,         // not a tickrail RC request

@@ -128,7 +128,11 @@ RcPublisher::RcPublisher(const PublisherConfig& config, const detail::Placement&
                                          rdma::locked_memory_advice(staging_.size()));
   }
 
-  if (config_.state.enabled) make_table(what);
+  if (config_.state.enabled) {
+    // Registered per connection that asks for it (setup_link).
+    table_ = rdma::TableRegion(config_.state, config_.lock_memory, what);
+    terms_.table = table_.geometry();
+  }
 
   try {
     listener_.emplace(channel_, RDMA_PS_TCP);
@@ -159,30 +163,6 @@ RcPublisher::RcPublisher(const PublisherConfig& config, const detail::Placement&
 }
 
 RcPublisher::~RcPublisher() { close(); }
-
-// The last-value table's region, zeroed, pre-faulted (no page fault on the publish path) and
-// locked like the staging ring. It is registered per connection that asks for it (setup_link).
-void RcPublisher::make_table(const std::string& what) {
-  const detail::TableGeometry g = detail::TableGeometry::of(config_.state);
-  if (!g.valid()) {
-    throw Error(Errc::config_error, what + ": [state] keeps a table of " + std::to_string(g.capacity) +
-                                        " instruments and no class, or too many instruments");
-  }
-  const std::size_t bytes = table_region_bytes(g);
-  table_region_ = MappedRegion(bytes);
-  table_region_.prefault();
-  if (config_.lock_memory && ::mlock(table_region_.data(), table_region_.size()) != 0) {
-    throw Error(Errc::locked_memory, what + ": lock the " + std::to_string(bytes) +
-                                         "-byte last-value table (" + std::to_string(g.capacity) +
-                                         " instruments): " + std::strerror(errno) + "; " +
-                                         rdma::locked_memory_advice(bytes));
-  }
-  auto* header = static_cast<TableHeader*>(table_region_.data());
-  table_next_ = &header->table_next;
-  std::atomic_ref<std::uint64_t>(*table_next_).store(1, std::memory_order_relaxed);
-  table_ = detail::LastValueWriter(reinterpret_cast<Slot*>(header + 1), g);
-  terms_.table = g;
-}
 
 // --- CM thread ---
 
@@ -406,8 +386,7 @@ void RcPublisher::setup_link(Link& link, rdma::CmId id, const ConnectRequest& re
                           IBV_ACCESS_LOCAL_WRITE);
   if ((req.flags & kWantsTable) != 0 && table_.on()) {
     // Remote read, and nothing else: not even local write (our CPU writes it, not the NIC).
-    link.table_mr.emplace(*link.pd, table_region_.data(), table_region_bytes(table_.geometry()),
-                          IBV_ACCESS_REMOTE_READ);
+    link.table_mr.emplace(*link.pd, table_.data(), table_.bytes(), IBV_ACCESS_REMOTE_READ);
   }
   link.cq.emplace(ctx, static_cast<int>(sq_depth_));
   link.signalled_seq.assign(std::bit_ceil(std::uint64_t{sq_depth_}), 0);
@@ -438,7 +417,7 @@ void RcPublisher::accept(Link& link) {
   reply.credit_rkey = link.credit_mr->rkey();
   reply.heartbeat_ms = static_cast<std::uint32_t>(config_.rdma.heartbeat_interval.count());
   if (link.table_mr) {
-    reply.table_addr = reinterpret_cast<std::uintptr_t>(table_region_.data());
+    reply.table_addr = reinterpret_cast<std::uintptr_t>(table_.data());
     reply.table_rkey = link.table_mr->rkey();
     reply.table_capacity = table_.geometry().capacity;
     reply.table_classes = table_.geometry().classes;

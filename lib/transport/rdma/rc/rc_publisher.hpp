@@ -132,7 +132,7 @@ class RcPublisher final : public detail::PublisherTransport {
   const PublisherConfig& config() const noexcept override { return config_; }
   detail::WakeCounter* wakeups() noexcept override { return &wakeups_; }
   const detail::LastValueWriter* table() const noexcept override {
-    return table_.on() ? &table_ : nullptr;
+    return table_.on() ? &table_.writer() : nullptr;
   }
   // Tells every subscriber (notice line), then disconnects and frees everything. Safe from any
   // thread: it waits for a publish() in progress to return.
@@ -197,7 +197,6 @@ class RcPublisher final : public detail::PublisherTransport {
   std::uint64_t room(std::uint64_t want, std::uint64_t& blocked, std::uint64_t now) noexcept;
   std::uint64_t staging_hold(std::uint64_t& holders) const noexcept;
   void stage(std::span<const Tick> ticks, std::uint64_t first, std::uint64_t stamp) noexcept;
-  void keep(std::span<const Tick> ticks, std::uint64_t first, std::uint64_t stamp) noexcept;
   void send(Active& a, std::uint64_t end) noexcept;
   bool send_piece(Active& a, std::uint64_t from, std::uint64_t to) noexcept;
   void add_write(const Active& a, std::uint64_t remote, const void* local, std::uint32_t len,
@@ -212,7 +211,6 @@ class RcPublisher final : public detail::PublisherTransport {
   void recompute_limits() noexcept;
 
   // --- control plane (rc_publisher.cpp) ---
-  void make_table(const std::string& what);
   void cm_loop(std::stop_token st) noexcept;
   [[nodiscard]] std::chrono::milliseconds wait_period() const noexcept;
   // The CM thread's longest wait while nothing is due but rdma_cm events.
@@ -247,10 +245,8 @@ class RcPublisher final : public detail::PublisherTransport {
   // 2 x staging_slots_ Slots: the staging ring, then its twin with commit words of 0 (written
   // only while a split-commit subscriber is served).
   MappedRegion staging_;
-  // The last-value table: a TableHeader (table_next) then the entries; empty when not kept.
-  MappedRegion table_region_;
-  detail::LastValueWriter table_;
-  std::uint64_t* table_next_ = nullptr;
+  // The last-value table; off when not kept.
+  rdma::TableRegion table_;
   // Declared before everything made on it (ids, links), so destroyed after them.
   rdma::EventChannel channel_;
   std::array<Link, kMaxSubscribers> links_{};

@@ -56,7 +56,7 @@ PublishResult RcPublisher::publish(std::span<const Tick> ticks) noexcept {
   }
   const std::uint64_t stamp = config_.stamp_send_time ? now : 0;
   if (n_active_ + n_pending_ == 0) {
-    keep(ticks, next_seq_, stamp);  // a late joiner's snapshot includes what nobody heard
+    table_.keep(ticks, next_seq_, stamp, counters_);  // a late joiner's snapshot includes what nobody heard
     next_seq_ += want;
     published_seq_.store(next_seq_, std::memory_order_relaxed);
     counters_.published += want;
@@ -76,7 +76,7 @@ PublishResult RcPublisher::publish(std::span<const Tick> ticks) noexcept {
       if (!a.dead && !a.evicting) send(a, end);
     }
     // After the ring WRITEs are posted: what TableDelivery relies on (table_delivery.hpp).
-    keep(ticks.subspan(done, n), next_seq_, stamp);
+    table_.keep(ticks.subspan(done, n), next_seq_, stamp, counters_);
     next_seq_ = end;
     done += n;
   }
@@ -206,14 +206,6 @@ std::uint64_t RcPublisher::room(std::uint64_t want, std::uint64_t& blocked,
     allowed = std::min(allowed, fits);
   }
   return allowed;
-}
-
-// The last-value table: the entries, then table_next (release: a subscriber that READs it
-// before the entries finds every tick below it there). Stores only.
-void RcPublisher::keep(std::span<const Tick> ticks, std::uint64_t first, std::uint64_t stamp) noexcept {
-  if (!table_.on()) return;
-  table_.update(ticks, first, stamp, counters_);
-  std::atomic_ref<std::uint64_t>(*table_next_).store(first + ticks.size(), std::memory_order_release);
 }
 
 void RcPublisher::stage(std::span<const Tick> ticks, std::uint64_t first, std::uint64_t stamp) noexcept {

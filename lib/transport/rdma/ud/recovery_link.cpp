@@ -89,6 +89,11 @@ RecoveryLink::RecoveryLink(const Params& p)
     throw Error(Errc::geometry_mismatch,
                 what + ": history of " + std::to_string(g->capacity) + " ticks is not a power of two");
   }
+  if (g->table_addr != 0 || g->table_capacity != 0 || g->table_classes != 0) {
+    std::string why;
+    table_ = granted_table(g->table_addr, g->table_capacity, g->table_classes, why);
+    if (!table_) throw Error(Errc::geometry_mismatch, what + ": the grant offers " + why);
+  }
   grant_ = *g;
 
   for (auto& w : wr_) {
@@ -135,6 +140,31 @@ int RecoveryLink::poll() noexcept {
   if (n == 0) return 0;
   if (n < 0 || wc.status != IBV_WC_SUCCESS) return -1;
   return 1;
+}
+
+ibv_wc_status RecoveryLink::probe_table(bool write, std::uint64_t offset, Tick& out) {
+  constexpr std::uint64_t kProbe = std::uint64_t{1} << 62;
+  if (!table_) return IBV_WC_GENERAL_ERR;
+  ibv_sge g{reinterpret_cast<std::uintptr_t>(staging_), write ? 8U : 64U, staging_mr_.lkey()};
+  ibv_send_wr w{};
+  w.wr_id = kProbe;
+  w.sg_list = &g;
+  w.num_sge = 1;
+  w.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+  w.send_flags = IBV_SEND_SIGNALED;
+  w.wr.rdma.remote_addr = grant_.table_addr + offset;
+  w.wr.rdma.rkey = grant_.table_rkey;
+  ibv_send_wr* bad = nullptr;
+  if (ibv_post_send(qp_.get(), &w, &bad) != 0) return IBV_WC_GENERAL_ERR;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    ibv_wc wc{};
+    if (ibv_poll_cq(cq_.get(), 1, &wc) == 1 && wc.wr_id == kProbe) {
+      if (wc.status == IBV_WC_SUCCESS && !write) std::memcpy(&out, staging_, sizeof out);
+      return wc.status;
+    }
+  }
+  return IBV_WC_GENERAL_ERR;
 }
 
 void RecoveryLink::check_events() {

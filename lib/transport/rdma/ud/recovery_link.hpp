@@ -10,11 +10,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "tickrail/memory.hpp"
 #include "tickrail/tick.hpp"
 #include "transport/rdma/cm.hpp"
+#include "transport/rdma/common/table_region.hpp"
 #include "transport/rdma/ud/recovery_protocol.hpp"
 #include "transport/rdma/verbs.hpp"
 
@@ -45,9 +47,15 @@ class RecoveryLink {
   [[nodiscard]] const Tick* staging() const noexcept { return staging_; }
   [[nodiscard]] std::uint32_t staging_ticks() const noexcept { return staging_ticks_; }
   [[nodiscard]] std::uint64_t history() const noexcept { return grant_.capacity; }
+  // The publisher's last-value table, when its grant offers one (validated at connect).
+  [[nodiscard]] const std::optional<detail::TableGeometry>& table() const noexcept { return table_; }
   [[nodiscard]] bool disconnected() const noexcept {
     return disconnected_.load(std::memory_order_acquire);
   }
+
+  // Tests: one blocking READ of the table's 64 bytes at `offset` into `out` (or a WRITE of 8,
+  // which the grant must refuse: the link then breaks). Bounded to 5 s.
+  [[nodiscard]] ibv_wc_status probe_table(bool write, std::uint64_t offset, Tick& out);
 
   // Control plane (conductor thread): takes the connection's pending rdma_cm events without
   // waiting; notes a disconnect for the polling thread.
@@ -64,6 +72,7 @@ class RecoveryLink {
   CompletionQueue cq_;
   CmQueuePair qp_;
   RecoveryGrant grant_{};
+  std::optional<detail::TableGeometry> table_;
   Tick* staging_ = nullptr;
   std::uint32_t staging_ticks_ = 0;
   ibv_send_wr wr_[2]{};

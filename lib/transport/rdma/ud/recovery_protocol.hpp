@@ -37,8 +37,15 @@ struct RecoveryGrant {
   std::uint64_t capacity;      // power of two
   std::uint32_t rkey;
   std::uint32_t reserved2;
+  // The last-value table (common/table_region.hpp) when the channel keeps one, else zeros (as
+  // from a publisher before it: the accept's private data is zero-padded). Remote read only.
+  std::uint64_t table_addr;
+  std::uint32_t table_rkey;
+  std::uint32_t table_capacity;  // instruments
+  std::uint32_t table_classes;   // bit c: StateClass c kept
+  std::uint32_t reserved3;
 };
-static_assert(sizeof(RecoveryGrant) == 40);
+static_assert(sizeof(RecoveryGrant) == 64, "fits rdma_cm's accept private data (196 bytes)");
 
 // Private data arrives padded by the transport: a message is read from the front when long
 // enough, and its magic and version checked by the caller.

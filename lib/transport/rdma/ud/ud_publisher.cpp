@@ -87,7 +87,8 @@ void UdPublisher::size_send_queue() {
   if (signal_every_ > sq_depth_ / 2) signal_every_ = std::max<std::uint32_t>(1, sq_depth_ / 2);
 }
 
-// The history ring (read by recovering subscribers) and one header per send queue slot.
+// The history ring (read by recovering subscribers), one header per send queue slot, and the
+// last-value table when [state] keeps one (read by subscribers over the same connection).
 void UdPublisher::register_memory() {
   const std::uint64_t history = config_.rdma.history;
   // A history slot is rewritten `history` ticks later: by then every send that gathered it from
@@ -111,6 +112,12 @@ void UdPublisher::register_memory() {
   header_mem_.prefault();
   header_mr_.emplace(pd_, header_mem_.data(), header_bytes, IBV_ACCESS_LOCAL_WRITE);
   headers_ = static_cast<DatagramHeader*>(header_mem_.data());
+
+  if (config_.state.enabled) {
+    // Remote read, and nothing else: not even local write (our CPU writes it, not the NIC).
+    table_ = TableRegion(config_.state, config_.lock_memory, "UD publisher '" + config_.channel + "'");
+    table_mr_.emplace(pd_, table_.data(), table_.bytes(), IBV_ACCESS_REMOTE_READ);
+  }
 }
 
 void UdPublisher::create_queue_pair() {
@@ -146,6 +153,12 @@ void UdPublisher::start_recovery_server(const Address& listen, const detail::Pla
   sp.grant.history_addr = reinterpret_cast<std::uintptr_t>(history_mem_.data());
   sp.grant.capacity = r.history;
   sp.grant.rkey = history_mr_->rkey();
+  if (table_mr_) {
+    sp.grant.table_addr = reinterpret_cast<std::uintptr_t>(table_.data());
+    sp.grant.table_rkey = table_mr_->rkey();
+    sp.grant.table_capacity = table_.geometry().capacity;
+    sp.grant.table_classes = table_.geometry().classes;
+  }
   server_ = std::make_unique<RecoveryServer>(sp, pd_);
 }
 

@@ -10,6 +10,10 @@
 //
 // Zero copy: a tick is written once, into its history slot, and a datagram is gathered by the
 // NIC from a prepared header and the history slots it carries (inline when it fits).
+//
+// With [state] enabled it also keeps the last-value table (common/table_region.hpp), after the
+// history and before any datagram announces the ticks; the recovery connection grants it to
+// subscribers for RDMA READ beside the history.
 #pragma once
 
 #include <atomic>
@@ -19,6 +23,7 @@
 
 #include "tickrail/memory.hpp"
 #include "transport/rdma/cm.hpp"
+#include "transport/rdma/common/table_region.hpp"
 #include "transport/rdma/ud/datagram.hpp"
 #include "transport/rdma/ud/multicast.hpp"
 #include "transport/rdma/ud/recovery_server.hpp"
@@ -50,6 +55,9 @@ class UdPublisher final : public detail::PublisherTransport {
   std::vector<SubscriberStatus> subscribers() const override;
   const PublisherConfig& config() const noexcept override { return config_; }
   detail::WakeCounter* wakeups() noexcept override { return server_ ? &server_->wakeups() : nullptr; }
+  const detail::LastValueWriter* table() const noexcept override {
+    return table_.on() ? &table_.writer() : nullptr;
+  }
   void close() noexcept override;
 
   // Heartbeats, a due partial datagram, the end datagram after close(): Publisher::service().
@@ -90,6 +98,8 @@ class UdPublisher final : public detail::PublisherTransport {
   std::optional<MemoryRegion> history_mr_;
   MappedRegion header_mem_;
   std::optional<MemoryRegion> header_mr_;
+  TableRegion table_;  // off without [state]
+  std::optional<MemoryRegion> table_mr_;
   std::optional<CompletionQueue> send_cq_;
   std::optional<CmQueuePair> qp_;
   std::unique_ptr<Membership> membership_;

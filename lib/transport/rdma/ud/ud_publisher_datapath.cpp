@@ -113,12 +113,14 @@ PublishResult UdPublisher::publish(std::span<const Tick> ticks) noexcept {
     const std::size_t k = std::min<std::size_t>(tpd_ - pending, want - accepted);
     // The tick is written once, into its history slot, before any datagram can announce it:
     // what a subscriber learns exists is always there to be read.
+    const std::uint64_t first = next_seq_;
     for (std::size_t j = 0; j < k; ++j) {
       const Tick& t = ticks[accepted + j];
       write_slot(history_[next_seq_ & history_mask_], t, next_seq_,
                  config_.stamp_send_time ? now : t.send_ts, /*may_be_read=*/true);
       ++next_seq_;
     }
+    table_.keep(ticks.subspan(accepted, k), first, config_.stamp_send_time ? now : 0, counters_);
     accepted += k;
     counters_.published += k;
     if (next_seq_ - pending_first_ == tpd_) {
