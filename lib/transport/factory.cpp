@@ -33,13 +33,6 @@ std::unique_ptr<SubscriberTransport> make_subscriber_transport(const SubscriberC
   config.validate();
   (void)where;  // a shared-memory subscriber runs no thread
   if (config.transport == TransportKind::shm) return std::make_unique<shm::ShmSubscriber>(config);
-  if ((config.start == StartMode::snapshot || config.policy == SlowConsumerPolicy::conflate) &&
-      config.transport == TransportKind::ud) {
-    throw Error(Errc::unsupported,
-                std::string(config.start == StartMode::snapshot ? "start = snapshot" : "policy = conflate") +
-                    " is available on shm and rc channels in this version, not yet on ud (channel '" +
-                    config.channel + "')");
-  }
 #if TICKRAIL_HAVE_RDMA
   rdma::require_device(config.rdma.device, to_string(config.transport));
   if (config.transport == TransportKind::ud) return std::make_unique<rdma::ud::UdSubscriber>(config, where);

@@ -22,14 +22,14 @@ std::size_t MappedTableSource::copy(std::span<Tick> out, std::size_t cursor) noe
 TableDelivery::TableDelivery(TableGeometry g, TableSource& source, std::uint64_t stall_cycles)
     : g_(g), copy_(g.entries()), source_(&source), stall_cycles_(stall_cycles) {}
 
-void TableDelivery::begin(Why why, RingReader& ring) noexcept {
+void TableDelivery::begin(Why why, TickFeed& ring) noexcept {
   why_ = why;
   // A conflation delivers what changed since the last tick the app had live.
   since_ = why == Why::conflation ? ring.next_seq() : 0;
   restart(ring);
 }
 
-void TableDelivery::restart(RingReader& ring) noexcept {
+void TableDelivery::restart(TickFeed& ring) noexcept {
   // A lapped reader moves to where the table is (locate): what it skips is lost (and what of it
   // is in an entry comes back through the table).
   skip_ = why_ == Why::conflation || ring.lapped();
@@ -41,7 +41,7 @@ void TableDelivery::restart(RingReader& ring) noexcept {
   (void)locate(ring);  // at once where the source can (a mapped table): the lap is skipped now
 }
 
-std::size_t TableDelivery::step(RingReader& ring, TickSink sink, std::size_t limit) noexcept {
+std::size_t TableDelivery::step(TickFeed& ring, TickSink sink, std::size_t limit) noexcept {
   switch (phase_) {
     case Phase::locate:
     case Phase::copy:
@@ -68,7 +68,7 @@ bool TableDelivery::stalled(bool progress) noexcept {
 
 // As far as the source lets us in one call: a mapped table is located, copied (a bounded
 // amount) and bounded in the same call; a remote one waits for its READs between the steps.
-bool TableDelivery::fetch(RingReader& ring) noexcept {
+bool TableDelivery::fetch(TickFeed& ring) noexcept {
   bool progress = false;
   if (phase_ == Phase::locate) {
     if (!locate(ring)) return false;
@@ -84,11 +84,11 @@ bool TableDelivery::fetch(RingReader& ring) noexcept {
   // Looked at after the copy: no entry the publisher wrote can hold this sequence or a later one.
   const std::uint64_t bound = source_->look();
   if (bound == 0) return progress;
-  finish_copy(bound, ring.capacity());
+  finish_copy(bound, ring.slack());
   return true;
 }
 
-bool TableDelivery::locate(RingReader& ring) noexcept {
+bool TableDelivery::locate(TickFeed& ring) noexcept {
   const std::uint64_t next = source_->look();
   if (next == 0) return false;
   if (skip_) {
@@ -127,7 +127,7 @@ void TableDelivery::finish_copy(std::uint64_t bound, std::uint64_t slack) noexce
   phase_ = Phase::roll;
 }
 
-bool TableDelivery::roll(RingReader& ring) noexcept {
+bool TableDelivery::roll(TickFeed& ring) noexcept {
   const bool count_lost = why_ == Why::conflation;
   bool progress = false;
   while (ring.next_seq() <= end_) {
@@ -138,7 +138,7 @@ bool TableDelivery::roll(RingReader& ring) noexcept {
       copy_[i] = t;
       last_ = std::max(last_, i + 1);
     };
-    const std::size_t n = ring.poll(apply, static_cast<std::size_t>(std::min<std::uint64_t>(want, 4096)));
+    const std::size_t n = ring.poll(TickSink(apply), static_cast<std::size_t>(std::min<std::uint64_t>(want, 4096)));
     ring.discount(n, count_lost);
     if (ring.lapped() || ring.lost() != ring_lost_ + (count_lost ? n : 0)) {
       restart(ring);  // lapped on the way: the copy misses what the lap skipped

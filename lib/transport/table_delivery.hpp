@@ -20,7 +20,9 @@
 // table_next word), so that no entry it copies can lag the ring it rolls forward with.
 //
 // Where the copy comes from is a TableSource: the table mapped here (shm: loads), or read with
-// RDMA READ into a local buffer (rc). The algorithm is the same; only the fetching differs.
+// RDMA READ into a local buffer (rc, ud). What it is rolled forward with is a TickFeed: the
+// subscriber's ring (shm, rc: RingFeed), or a UD subscriber's ordered stream, which recovery
+// fills from the publisher's history. The algorithm is the same; only these two differ.
 //
 // Steps run inside Subscriber::poll: no allocation, no system call of ours.
 #pragma once
@@ -66,6 +68,41 @@ class MappedTableSource final : public TableSource {
   const std::atomic<std::uint64_t>* table_next_;
 };
 
+// The ordered stream a delivery rolls its copy forward with, and skips along when lapped. Called
+// only while a delivery is under way: the steady-state poll does not go through it.
+class TickFeed {
+ public:
+  virtual ~TickFeed() = default;
+  [[nodiscard]] virtual std::uint64_t next_seq() const noexcept = 0;
+  // Delivers up to `limit` ticks in sequence order from next_seq() on.
+  virtual std::size_t poll(TickSink sink, std::size_t limit) noexcept = 0;
+  // Found lapped (ticks lost for good at next_seq()): stopped there, until skip_to().
+  [[nodiscard]] virtual bool lapped() const noexcept = 0;
+  // Moves ahead to `seq`, counting what it skips as lost.
+  virtual void skip_to(std::uint64_t seq) noexcept = 0;
+  [[nodiscard]] virtual std::uint64_t lost() const noexcept = 0;
+  // Ticks polled by the roll forward did not reach the app: not received; with `lost`, lost.
+  virtual void discount(std::uint64_t n, bool lost) noexcept = 0;
+  // How far past the table's bound an entry of the batch in flight may be.
+  [[nodiscard]] virtual std::uint64_t slack() const noexcept = 0;
+};
+
+// The subscriber's ring as a TickFeed.
+class RingFeed final : public TickFeed {
+ public:
+  explicit RingFeed(RingReader& r) noexcept : r_(&r) {}
+  std::uint64_t next_seq() const noexcept override { return r_->next_seq(); }
+  std::size_t poll(TickSink sink, std::size_t limit) noexcept override { return r_->poll(sink, limit); }
+  bool lapped() const noexcept override { return r_->lapped(); }
+  void skip_to(std::uint64_t seq) noexcept override { r_->skip_to(seq); }
+  std::uint64_t lost() const noexcept override { return r_->lost(); }
+  void discount(std::uint64_t n, bool lost) noexcept override { r_->discount(n, lost); }
+  std::uint64_t slack() const noexcept override { return r_->capacity(); }
+
+ private:
+  RingReader* r_;
+};
+
 class TableDelivery {
  public:
   enum class Why : std::uint8_t { snapshot, conflation };
@@ -77,11 +114,12 @@ class TableDelivery {
   TableDelivery(TableGeometry g, TableSource& source, std::uint64_t stall_cycles);
 
   // Starts a delivery; `ring` has started.
-  void begin(Why why, RingReader& ring) noexcept;
+  void begin(Why why, TickFeed& ring) noexcept;
   // One step over the table and our `ring`: returns the ticks delivered.
-  std::size_t step(RingReader& ring, TickSink sink, std::size_t limit) noexcept;
+  std::size_t step(TickFeed& ring, TickSink sink, std::size_t limit) noexcept;
 
   [[nodiscard]] bool busy() const noexcept { return phase_ != Phase::idle; }
+  [[nodiscard]] TableGeometry geometry() const noexcept { return g_; }
   [[nodiscard]] Why why() const noexcept { return why_; }
   [[nodiscard]] std::uint64_t entries_delivered() const noexcept { return entries_delivered_; }
   [[nodiscard]] std::uint64_t conflations() const noexcept { return conflations_; }
@@ -91,11 +129,11 @@ class TableDelivery {
   // locate: learn where the table is (and, lapped, skip there); copy: fetch every entry;
   // bound: look at table_next again, after the copy; roll: bring the copy forward to E.
   enum class Phase : std::uint8_t { idle, locate, copy, bound, roll, deliver };
-  bool fetch(RingReader& ring) noexcept;  // locate, copy, bound as far as the source allows
-  bool locate(RingReader& ring) noexcept;
+  bool fetch(TickFeed& ring) noexcept;  // locate, copy, bound as far as the source allows
+  bool locate(TickFeed& ring) noexcept;
   void finish_copy(std::uint64_t bound, std::uint64_t slack) noexcept;
-  void restart(RingReader& ring) noexcept;
-  bool roll(RingReader& ring) noexcept;  // true: progress
+  void restart(TickFeed& ring) noexcept;
+  bool roll(TickFeed& ring) noexcept;  // true: progress
   std::size_t deliver(TickSink sink, std::size_t limit) noexcept;
   void finish() noexcept;
   // No progress since stalled_since_ for longer than the budget: give up, counted.

@@ -134,15 +134,15 @@ bool ShmSubscriber::try_start() noexcept {
   reader_ = RingReader(static_cast<Slot*>(ring_.get()), capacity_,
                        control_line_->start_seq.load(std::memory_order_relaxed), &control_line_->credit);
   reader_.stop_at_laps(config_.policy == SlowConsumerPolicy::conflate);
-  if (config_.start == StartMode::snapshot) table_delivery_->begin(detail::TableDelivery::Why::snapshot, reader_);
+  if (config_.start == StartMode::snapshot) table_delivery_->begin(detail::TableDelivery::Why::snapshot, feed_);
   started_ = true;
   return true;
 }
 
 std::size_t ShmSubscriber::poll_with_table(detail::TickSink sink, std::size_t limit) noexcept {
-  if (table_delivery_->busy()) return table_delivery_->step(reader_, sink, limit);
+  if (table_delivery_->busy()) return table_delivery_->step(feed_, sink, limit);
   const std::size_t n = reader_.poll(sink, limit);
-  if (reader_.lapped()) [[unlikely]] table_delivery_->begin(detail::TableDelivery::Why::conflation, reader_);
+  if (reader_.lapped()) [[unlikely]] table_delivery_->begin(detail::TableDelivery::Why::conflation, feed_);
   return n;
 }
 

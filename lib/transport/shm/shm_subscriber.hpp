@@ -76,6 +76,7 @@ class ShmSubscriber final : public detail::SubscriberTransport {
   bool try_start() noexcept;
 
   RingReader reader_;
+  detail::RingFeed feed_{reader_};  // what a table delivery rolls forward with
   bool started_ = false;
   bool closed_ = false;
   std::uint64_t publisher_timeout_ns_ = 0;

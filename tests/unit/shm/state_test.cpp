@@ -512,12 +512,13 @@ TEST_CASE("a snapshot stuck on an entry left half-written is given up and counte
   RingReader reader(ring.data(), ring.size(), 1, &credit);
   detail::MappedTableSource source(table.data(), &table_next);
   detail::TableDelivery d(g, source, Clock::instance().ns_to_cycles(1e6));  // 1 ms
-  d.begin(detail::TableDelivery::Why::snapshot, reader);
+  detail::RingFeed feed(reader);
+  d.begin(detail::TableDelivery::Why::snapshot, feed);
   std::size_t delivered = 0;
   auto sink_fn = [&](const Tick&) { ++delivered; };
   const auto deadline = std::chrono::steady_clock::now() + 10s;
   while (d.busy() && std::chrono::steady_clock::now() < deadline) {
-    (void)d.step(reader, detail::TickSink(sink_fn), 256);
+    (void)d.step(feed, detail::TickSink(sink_fn), 256);
   }
   CHECK_FALSE(d.busy());
   CHECK(d.abandoned() == 1);
@@ -604,7 +605,8 @@ TEST_CASE("a snapshot through a source that answers later ends with the publishe
   RingReader reader(ring.data(), ring.size(), next, &credit);
   SlowSource source(table.data(), &table_next);
   detail::TableDelivery d(g, source, Clock::instance().ns_to_cycles(1e9));
-  d.begin(detail::TableDelivery::Why::snapshot, reader);
+  detail::RingFeed feed(reader);
+  d.begin(detail::TableDelivery::Why::snapshot, feed);
   View view;
   std::uint64_t from_table = 0, live = 0, live_first = 0, snapshot_max = 0;
   auto sink_fn = [&](const Tick& t) {
@@ -618,7 +620,7 @@ TEST_CASE("a snapshot through a source that answers later ends with the publishe
     apply(view, t);
   };
   for (int i = 0; i < 200 && d.busy(); ++i) {
-    (void)d.step(reader, detail::TickSink(sink_fn), 64);
+    (void)d.step(feed, detail::TickSink(sink_fn), 64);
     publish(3);  // the publisher goes on between the steps
   }
   REQUIRE_FALSE(d.busy());
@@ -663,10 +665,11 @@ TEST_CASE("a snapshot keeps an entry of the batch in flight and delivers its tic
   RingReader reader(ring.data(), ring.size(), 3, &credit);  // joined at 3
   detail::MappedTableSource source(table.data(), &table_next);
   detail::TableDelivery d(g, source, Clock::instance().ns_to_cycles(1e9));
-  d.begin(detail::TableDelivery::Why::snapshot, reader);
+  detail::RingFeed feed(reader);
+  d.begin(detail::TableDelivery::Why::snapshot, feed);
   std::map<std::uint32_t, std::uint64_t> snapshot;
   auto sink_fn = [&](const Tick& t) { snapshot[t.instrument] = t.seq; };
-  for (int i = 0; i < 100 && d.busy(); ++i) (void)d.step(reader, detail::TickSink(sink_fn), 256);
+  for (int i = 0; i < 100 && d.busy(); ++i) (void)d.step(feed, detail::TickSink(sink_fn), 256);
   REQUIRE_FALSE(d.busy());
   CHECK(snapshot == std::map<std::uint32_t, std::uint64_t>{{1, 3}, {2, 1}});
   std::size_t live = 0;

@@ -191,6 +191,60 @@ TEST_CASE("givingUpCountsEveryHoleOnceAndDeliversWhatWasHeld") {
   CHECK(f.got.back() == 12);
 }
 
+// policy = conflate over UD: a tick the history no longer holds stops the stream there (the
+// subscriber then catches up through the last-value table) instead of being passed as lost.
+TEST_CASE("aConflatingTrackerStopsAtATickLostForGoodUntilItSkips") {
+  Fixture f(64);
+  f.tr.stop_at_loss(true);
+  f.datagram(1, 2);
+  f.datagram(10, 3);  // 3..9 missing; 10, 11, 12 held
+  std::vector<Tick> read;
+  for (std::uint64_t s = 3; s < 10; ++s) read.push_back(s < 6 ? tick(s) : tick(s + 64));  // 6..9 gone
+  f.tr.recovered(read.data(), 3, read.size());
+  f.drain();
+  CHECK(f.got == range(1, 6));  // up to the first tick lost for good, and no further
+  CHECK(f.tr.lapped());
+  CHECK(f.tr.next() == 6);
+  CHECK(f.tr.counters().lost == 0);
+  f.drain();  // stays stopped
+  CHECK(f.got == range(1, 6));
+  CHECK(f.tr.lapped());
+
+  // The table said the publisher was at 11: 6..10 are skipped (10 was held: lost all the same),
+  // counted once, and the stream goes on from 11 with what it held.
+  f.tr.skip_to(11);
+  CHECK_FALSE(f.tr.lapped());
+  CHECK(f.tr.counters().lost == 5);
+  CHECK(f.tr.counters().loss_events == 1);
+  f.drain();
+  CHECK(f.got.back() == 12);
+  CHECK(f.tr.next() == 13);
+  CHECK_FALSE(f.tr.behind());
+  // Nothing of the skipped run is left in the window: 10's slot takes the tick a window later.
+  f.datagram(13, 1);
+  f.datagram(74, 1);  // 10 + 64: the slot 10 used
+  f.tr.give_up(74);
+  f.drain();
+  CHECK(f.tr.lapped());  // 14..73 given up: a conflating tracker stops there too
+  f.tr.skip_to(74);
+  f.drain();
+  CHECK(f.got.back() == 74);
+  CHECK(f.tr.counters().lost == 5 + 60);
+  CHECK(f.tr.counters().duplicates == 0);
+}
+
+TEST_CASE("ticksATableDeliveryRolledForwardAreNotDeliveredAndMayCountAsLost") {
+  Fixture f(64);
+  f.datagram(1, 10);
+  CHECK(f.tr.counters().delivered == 10);
+  f.tr.discount(4, false);  // a snapshot's roll forward: neither delivered nor lost
+  CHECK(f.tr.counters().delivered == 6);
+  CHECK(f.tr.counters().lost == 0);
+  f.tr.discount(3, true);  // a conflation's: lost (their entries reach the app)
+  CHECK(f.tr.counters().delivered == 3);
+  CHECK(f.tr.counters().lost == 3);
+}
+
 TEST_CASE("holesAnotherLineCoveredArePassedWithoutAReadOrALoss") {
   Fixture f(64);
   f.datagram(1, 1);

@@ -96,7 +96,7 @@ void RcSubscriber::start_table() {
   reader_.stop_at_laps(config_.policy == SlowConsumerPolicy::conflate);
   credit_due_ = first_seq_ + credit_every_;
   if (config_.start == StartMode::snapshot) {
-    delivery_->begin(detail::TableDelivery::Why::snapshot, reader_);
+    delivery_->begin(detail::TableDelivery::Why::snapshot, feed_);
   }
 }
 

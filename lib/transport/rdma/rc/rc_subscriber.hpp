@@ -9,7 +9,7 @@
 //
 // With start = snapshot or policy = conflate (memory polling only: the delivery rolls the table
 // forward with the ring's RingReader), the subscriber reads the publisher's last-value table with
-// RDMA READ (table_reader.hpp) and delivers it through TableDelivery, polled out of line while
+// RDMA READ (common/table_reader.hpp) and delivers it through TableDelivery, polled out of line while
 // it does (and always, under conflate: it looks for laps there).
 #pragma once
 
@@ -25,7 +25,7 @@
 #include "tickrail/memory.hpp"
 #include "transport/rdma/cm.hpp"
 #include "transport/rdma/rc/protocol.hpp"
-#include "transport/rdma/rc/table_reader.hpp"
+#include "transport/rdma/common/table_reader.hpp"
 #include "transport/rdma/verbs.hpp"
 #include "transport/table_delivery.hpp"
 #include "transport/transport.hpp"
@@ -152,6 +152,7 @@ class RcSubscriber final : public detail::SubscriberTransport {
 
   // Memory polling.
   RingReader reader_;
+  detail::RingFeed feed_{reader_};  // what a table delivery rolls forward with
 
   // The last-value table (wants_table()): validated once from the accept.
   detail::TableGeometry table_geometry_;

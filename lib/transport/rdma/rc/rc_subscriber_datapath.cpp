@@ -37,11 +37,11 @@ void RcSubscriber::note_loss(PeerLoss why) noexcept {
 std::size_t RcSubscriber::poll_with_table(detail::TickSink sink, std::size_t limit) noexcept {
   std::size_t n = 0;
   if (delivery_->busy()) {
-    n = delivery_->step(reader_, sink, limit);
+    n = delivery_->step(feed_, sink, limit);
     if (table_reader_->failed()) [[unlikely]] note_loss(PeerLoss::qp_error);
   } else {
     n = reader_.poll(sink, limit);
-    if (reader_.lapped()) [[unlikely]] delivery_->begin(detail::TableDelivery::Why::conflation, reader_);
+    if (reader_.lapped()) [[unlikely]] delivery_->begin(detail::TableDelivery::Why::conflation, feed_);
   }
   // Polled out of line, the ring's credit goes back from here (Subscriber::poll returns it for a
   // ring polled inline only).
@@ -128,7 +128,7 @@ std::uint64_t RcSubscriber::return_credit(std::uint64_t next_seq) noexcept {
       note_loss(PeerLoss::qp_error);
       return ~std::uint64_t{0};
     }
-    credits_completed_ = send_.credits;
+    credits_completed_ = send_.others;
     if (credits_posted_ - credits_completed_ >= credit_depth_ - 1) {
       return next_seq + 1;  // try again on the next poll
     }

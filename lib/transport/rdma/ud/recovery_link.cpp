@@ -22,12 +22,13 @@ CmId resolved(EventChannel& ch, const RecoveryLink::Params& p) {
   return id;
 }
 
-CmQueuePair rc_qp(CmId& id, const ProtectionDomain& pd, const CompletionQueue& cq) {
+CmQueuePair rc_qp(CmId& id, const ProtectionDomain& pd, const CompletionQueue& cq, bool table) {
   ibv_qp_init_attr a{};
   a.qp_type = IBV_QPT_RC;
   a.send_cq = cq.get();
   a.recv_cq = cq.get();
-  a.cap.max_send_wr = 4;  // one read of at most two work requests (history wrap)
+  // One history read of at most two work requests (history wrap), and the table's READs.
+  a.cap.max_send_wr = 4 + (table ? TableReader::kMaxReads + 1 : 0);
   a.cap.max_recv_wr = 1;
   a.cap.max_send_sge = 1;
   a.cap.max_recv_sge = 1;
@@ -44,8 +45,8 @@ RecoveryLink::RecoveryLink(const Params& p)
       pd_(id_.verbs()),
       staging_mem_(staging_bytes(p.staging_ticks)),
       staging_mr_(pd_, staging_mem_.data(), staging_bytes(p.staging_ticks), IBV_ACCESS_LOCAL_WRITE),
-      cq_(id_.verbs(), 8),
-      qp_(rc_qp(id_, pd_, cq_)),
+      cq_(id_.verbs(), p.want_table ? 8 + static_cast<int>(TableReader::kMaxReads) + 1 : 8),
+      qp_(rc_qp(id_, pd_, cq_, p.want_table)),
       staging_(static_cast<Tick*>(staging_mem_.data())),
       staging_ticks_(p.staging_ticks) {
   if (p.token.size() > kMaxTokenBytes) {
@@ -95,6 +96,14 @@ RecoveryLink::RecoveryLink(const Params& p)
     if (!table_) throw Error(Errc::geometry_mismatch, what + ": the grant offers " + why);
   }
   grant_ = *g;
+  sq_.cq = cq_.get();
+  if (p.want_table && table_) {
+    table_buffer_ = MappedRegion(TableReader::kBufferBytes);
+    table_buffer_.prefault();
+    table_buffer_mr_.emplace(pd_, table_buffer_.data(), TableReader::kBufferBytes, IBV_ACCESS_LOCAL_WRITE);
+    table_reader_ = std::make_unique<TableReader>(qp_.get(), sq_, grant_.table_addr, grant_.table_rkey,
+                                                  table_buffer_.data(), table_buffer_mr_->lkey());
+  }
 
   for (auto& w : wr_) {
     w.opcode = IBV_WR_RDMA_READ;
@@ -126,20 +135,22 @@ int RecoveryLink::post_read(std::uint64_t lo, std::uint32_t n) noexcept {
     wr_[0].send_flags = 0;  // RC completes in order: the last one's completion covers both
     wr_[1].send_flags = IBV_SEND_SIGNALED;
     wr_[1].next = nullptr;
+    wr_[1].wr_id = history_posted_ + 1;
   } else {
     wr_[0].next = nullptr;
     wr_[0].send_flags = IBV_SEND_SIGNALED;
+    wr_[0].wr_id = history_posted_ + 1;
   }
   ibv_send_wr* bad = nullptr;
-  return ibv_post_send(qp_.get(), head, &bad);
+  const int rc = ibv_post_send(qp_.get(), head, &bad);
+  if (rc == 0) ++history_posted_;
+  return rc;
 }
 
 int RecoveryLink::poll() noexcept {
-  ibv_wc wc;
-  const int n = ibv_poll_cq(cq_.get(), 1, &wc);
-  if (n == 0) return 0;
-  if (n < 0 || wc.status != IBV_WC_SUCCESS) return -1;
-  return 1;
+  sq_.reap();  // (the table's READ completions too, when a table delivery is under way)
+  if (sq_.failed) return -1;
+  return sq_.others >= history_posted_ ? 1 : 0;
 }
 
 ibv_wc_status RecoveryLink::probe_table(bool write, std::uint64_t offset, Tick& out) {

@@ -4,18 +4,21 @@
 // Made by the subscriber's conductor thread (connecting blocks and throws); used by the polling
 // thread through post_read() and poll(), which never block, allocate or throw. The RC QP,
 // its CQ and the staging buffer the reads land in are this link's own: it depends on nothing
-// else of the subscriber, and nothing of the RC transport.
+// else of the subscriber, and nothing of the RC transport. A subscriber that wants the
+// publisher's last-value table reads it over the same connection (table_reader()).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "tickrail/memory.hpp"
 #include "tickrail/tick.hpp"
 #include "transport/rdma/cm.hpp"
+#include "transport/rdma/common/table_reader.hpp"
 #include "transport/rdma/common/table_region.hpp"
 #include "transport/rdma/ud/recovery_protocol.hpp"
 #include "transport/rdma/verbs.hpp"
@@ -31,6 +34,7 @@ class RecoveryLink {
     std::uint32_t staging_ticks = 1024;  // the longest read
     std::chrono::milliseconds timeout{5000};
     std::string device;              // rdma.device ("" = any)
+    bool want_table = false;         // start = snapshot or policy = conflate: read the table too
   };
 
   // Connects; throws Error (timed_out, rejected with the publisher's reason, not_found...).
@@ -44,6 +48,9 @@ class RecoveryLink {
   [[nodiscard]] int post_read(std::uint64_t lo, std::uint32_t n) noexcept;
   // 1: the read completed, 0: not yet, -1: it failed (the link is broken).
   [[nodiscard]] int poll() noexcept;
+  // The reader of the publisher's table over this link (want_table and a table granted), else
+  // null. Its READs share the send queue with the history's (SendCompletions).
+  [[nodiscard]] TableReader* table_reader() noexcept { return table_reader_.get(); }
   [[nodiscard]] const Tick* staging() const noexcept { return staging_; }
   [[nodiscard]] std::uint32_t staging_ticks() const noexcept { return staging_ticks_; }
   [[nodiscard]] std::uint64_t history() const noexcept { return grant_.capacity; }
@@ -73,6 +80,11 @@ class RecoveryLink {
   CmQueuePair qp_;
   RecoveryGrant grant_{};
   std::optional<detail::TableGeometry> table_;
+  SendCompletions sq_;
+  std::uint64_t history_posted_ = 0;  // history READs posted (their wr_id)
+  MappedRegion table_buffer_;
+  std::optional<MemoryRegion> table_buffer_mr_;
+  std::unique_ptr<TableReader> table_reader_;
   Tick* staging_ = nullptr;
   std::uint32_t staging_ticks_ = 0;
   ibv_send_wr wr_[2]{};

@@ -154,6 +154,10 @@ class SequenceTracker {
         }
         lost_run_ = false;
       } else if (slot.seq == (next_ | kLostMark) || next_ < abandon_until_) {
+        if (stop_at_loss_) [[unlikely]] {
+          lapped_ = true;
+          break;
+        }
         if (slot.seq == (next_ | kLostMark)) slot.seq = 0;
         ++next_;
         ++c_.lost;
@@ -182,6 +186,38 @@ class SequenceTracker {
     if (upto > abandon_until_) abandon_until_ = upto;
   }
 
+  // A conflating subscriber stops where a tick is lost for good instead of passing it: lapped()
+  // says so until it moves on with skip_to().
+  void stop_at_loss(bool on) noexcept { stop_at_loss_ = on; }
+  [[nodiscard]] bool lapped() const noexcept { return lapped_; }
+  // Moves ahead to `seq`: what it skips, held or not, counts as lost (one run).
+  void skip_to(std::uint64_t seq) noexcept {
+    lapped_ = false;
+    if (seq <= next_) return;
+    // Every held tick is within a window of next_: clearing that far clears them all.
+    const std::uint64_t end = std::min<std::uint64_t>(seq, next_ + capacity_);
+    for (std::uint64_t s = next_; s < end; ++s) {
+      Tick& slot = window_[s & mask_];
+      if (slot.seq == s) {
+        slot.seq = 0;
+        --held_;
+      } else if (slot.seq == (s | kLostMark)) {
+        slot.seq = 0;
+      }
+    }
+    c_.lost += seq - next_;
+    if (!lost_run_) ++c_.loss_events;
+    lost_run_ = true;
+    next_ = seq;
+    if (highest_ < seq) highest_ = seq;
+  }
+  // Ticks delivered to a table delivery's roll forward did not reach the app: not delivered;
+  // with `lost`, lost.
+  void discount(std::uint64_t n, bool lost) noexcept {
+    c_.delivered -= n;
+    if (lost) c_.lost += n;
+  }
+
   // Another line delivered every sequence below `upto`, and brought `read_until` (~0: nothing
   // known): holes below `upto` need no recovery and are no loss; a hole at or after it is read
   // only up to `read_until`. Only sequences known to exist (below highest()) are passed.
@@ -198,6 +234,8 @@ class SequenceTracker {
   std::uint32_t held_ = 0;     // ticks present in the window
   std::uint64_t next_ = 0;     // 0: not started
   std::uint64_t highest_ = 0;  // one past the highest sequence known to exist
+  bool stop_at_loss_ = false;
+  bool lapped_ = false;
   std::uint64_t abandon_until_ = 0;  // holes below this are lost (give_up)
   std::uint64_t covered_until_ = 0;  // holes below this were delivered by another line (cover)
   std::uint64_t read_until_ = ~std::uint64_t{0};  // the other line brought this (cover)

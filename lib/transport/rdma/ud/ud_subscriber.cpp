@@ -18,6 +18,8 @@
 namespace tickrail::rdma::ud {
 namespace {
 
+constexpr std::uint32_t kConnectAttempts = 3;  // in a row, before recovery is unavailable
+
 std::string local_address(const RdmaConfig& r) {
   Context ctx = r.device.empty() ? Context::open_first() : Context::open(r.device);
   return device_ipv4(ctx, 1);
@@ -66,6 +68,50 @@ UdSubscriber::UdSubscriber(const SubscriberConfig& config, const detail::Placeme
                  "reorder window {} ticks)",
                  names, src.str(), device_name(groups_.front()->id.verbs()), mtu_, nbufs,
                  window_ticks_);
+  if (wants_table()) wait_for_table();
+}
+
+// start = snapshot and policy = conflate read the publisher's table over the recovery link, so
+// the publisher must be there, and keep one, when we are made (as over RC, where the connect
+// says so): wait, bounded, for its first datagram and the link, then start the delivery. What
+// arrives meanwhile waits in the reorder window (or, beyond it, in the publisher's history).
+void UdSubscriber::wait_for_table() {
+  const std::string what = "UD subscriber '" + config_.channel + "': " +
+                           (config_.start == StartMode::snapshot ? "start = snapshot" : "policy = conflate");
+  if (groups_.size() != 1) {
+    throw Error(Errc::invalid_argument, what + " reads one stream's table: give exactly one group (" +
+                                            std::to_string(groups_.size()) + " given)");
+  }
+  Group& g = *groups_.front();
+  const auto wait = config_.publisher_timeout + config_.rdma.connect_timeout * kConnectAttempts;
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    take_completions();
+    const RecoveryState s = g.recovery_state.load(std::memory_order_acquire);
+    if (g.tracker.started() && s == RecoveryState::ready) break;
+    if (s == RecoveryState::failed) {
+      std::lock_guard lock(mutex_);
+      throw Error(Errc::peer_gone, what + " needs the publisher's last-value table: " + g.link_error);
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw Error(Errc::timed_out,
+                  what + " needs the publisher's last-value table, and " +
+                      (g.tracker.started() ? "no recovery link to the publisher of group " + g.text
+                                           : "no publisher was heard on group " + g.text) +
+                      " within " + std::to_string(wait.count()) + " ms");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const auto& table = g.recovery->table();
+  if (!table || g.recovery->table_reader() == nullptr) {
+    throw Error(Errc::unsupported, what + " needs the channel's last-value table, and the publisher of group " +
+                                       g.text + " keeps none ([state] enabled = false)");
+  }
+  delivery_ = std::make_unique<detail::TableDelivery>(*table, table_source_, publisher_timeout_cycles_);
+  g.tracker.stop_at_loss(config_.policy == SlowConsumerPolicy::conflate);
+  if (config_.start == StartMode::snapshot) delivery_->begin(detail::TableDelivery::Why::snapshot, feed_);
+  logger()->info("{}: the publisher's table holds {} instruments; {}", what, table->capacity,
+                 config_.start == StartMode::snapshot ? "snapshot started" : "ready to conflate");
 }
 
 // One Group per address, each id resolved from `src`: all on one device.
@@ -228,10 +274,6 @@ void UdSubscriber::conductor_loop(std::stop_token st) {
   }
 }
 
-namespace {
-constexpr std::uint32_t kConnectAttempts = 3;  // in a row, before recovery is unavailable
-}  // namespace
-
 void UdSubscriber::serve_link(Group& g) {
   RecoveryState s = g.recovery_state.load(std::memory_order_acquire);
   if (s == RecoveryState::broken) {
@@ -260,8 +302,12 @@ void UdSubscriber::serve_link(Group& g) {
   p.staging_ticks = staging_ticks_;
   p.timeout = config_.rdma.connect_timeout;
   p.device = config_.rdma.device;
+  p.want_table = wants_table();
   try {
     g.recovery = std::make_unique<RecoveryLink>(p);
+    if (delivery_ != nullptr && g.recovery->table() != delivery_->geometry()) {
+      throw Error(Errc::geometry_mismatch, "the publisher's table changed geometry");
+    }
     logger()->info("UD subscriber: group {}: recovery link {} (history {} ticks)", g.text,
                    g.recovery->describe(), g.recovery->history());
     g.connect_failures = 0;

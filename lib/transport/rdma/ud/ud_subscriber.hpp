@@ -26,6 +26,7 @@
 #include "transport/rdma/ud/recovery_link.hpp"
 #include "transport/rdma/ud/sequence_tracker.hpp"
 #include "transport/rdma/verbs.hpp"
+#include "transport/table_delivery.hpp"
 #include "transport/transport.hpp"
 
 namespace tickrail::rdma::ud {
@@ -58,6 +59,10 @@ class UdSubscriber final : public detail::SubscriberTransport {
   ~UdSubscriber() override;
 
   RingReader* ring() noexcept override { return nullptr; }
+  bool in_snapshot() const noexcept override {
+    return config_.start == StartMode::snapshot && delivery_ != nullptr && delivery_->busy() &&
+           delivery_->why() == detail::TableDelivery::Why::snapshot;
+  }
   bool ready() noexcept override;
   std::size_t poll(detail::TickSink sink, std::size_t limit) noexcept override;
   SubscriberState state() const noexcept override;
@@ -141,7 +146,55 @@ class UdSubscriber final : public detail::SubscriberTransport {
     std::atomic<bool> ended{false};             // the publisher sent its end datagram
   };
 
+  // start = snapshot or policy = conflate: one group, whose publisher keeps a table.
+  [[nodiscard]] bool wants_table() const noexcept {
+    return config_.start == StartMode::snapshot || config_.policy == SlowConsumerPolicy::conflate;
+  }
+  void wait_for_table();
+
+  // The group's ordered stream, as a table delivery rolls forward with it and skips along it.
+  class StreamFeed final : public detail::TickFeed {
+   public:
+    explicit StreamFeed(UdSubscriber& s) noexcept : s_(&s) {}
+    std::uint64_t next_seq() const noexcept override { return tracker().next(); }
+    std::size_t poll(detail::TickSink sink, std::size_t limit) noexcept override {
+      return s_->poll_stream(sink, limit);
+    }
+    bool lapped() const noexcept override { return tracker().lapped(); }
+    void skip_to(std::uint64_t seq) noexcept override { tracker().skip_to(seq); }
+    std::uint64_t lost() const noexcept override { return tracker().counters().lost; }
+    void discount(std::uint64_t n, bool lost) noexcept override { tracker().discount(n, lost); }
+    std::uint64_t slack() const noexcept override { return s_->groups_.front()->history; }
+
+   private:
+    SequenceTracker& tracker() const noexcept { return s_->groups_.front()->tracker; }
+    UdSubscriber* s_;
+  };
+  // The publisher's table over the group's recovery link, whichever link is up: while the
+  // conductor rebuilds a broken one, nothing is read (the delivery's stall budget bounds that).
+  class LinkTableSource final : public detail::TableSource {
+   public:
+    explicit LinkTableSource(UdSubscriber& s) noexcept : s_(&s) {}
+    void restart() noexcept override {
+      if (TableReader* r = reader()) r->restart();
+    }
+    std::uint64_t look() noexcept override {
+      TableReader* r = reader();
+      return r != nullptr ? r->look() : 0;
+    }
+    std::size_t copy(std::span<Tick> out, std::size_t cursor) noexcept override {
+      TableReader* r = reader();
+      return r != nullptr ? r->copy(out, cursor) : cursor;
+    }
+
+   private:
+    TableReader* reader() const noexcept;
+    UdSubscriber* s_;
+  };
+
   // Data path. kHooked: the drop hook is set (tests only).
+  std::size_t poll_stream(detail::TickSink sink, std::size_t limit) noexcept;
+  std::size_t poll_with_table(detail::TickSink sink, std::size_t limit) noexcept;
   template <bool kHooked>
   std::size_t on_datagram(Group& g, const std::byte* p, std::size_t len, detail::TickSink& sink,
                           std::size_t room, std::uint64_t now) noexcept;
@@ -196,6 +249,10 @@ class UdSubscriber final : public detail::SubscriberTransport {
   DropHook drop_hook_ = nullptr;
   void* drop_context_ = nullptr;
   ProcessCq process_cq_ = &UdSubscriber::process_cq<false>;  // <true> once a drop hook is set
+  // wants_table(): the group's table, delivered over its stream.
+  StreamFeed feed_{*this};
+  LinkTableSource table_source_{*this};
+  std::unique_ptr<detail::TableDelivery> delivery_;
   mutable std::mutex mutex_;  // link_error strings
   detail::WakeCounter wakeups_;  // the conductor's
   std::jthread conductor_;

@@ -51,7 +51,8 @@ void UdSubscriber::adopt_session(Group& g, const DatagramHeader& h) noexcept {
 }
 
 void UdSubscriber::start_stream(Group& g, std::uint64_t first_live) noexcept {
-  std::uint64_t k = config_.rdma.late_join_recover;
+  // A snapshot replaces the past: it starts at the first tick live.
+  std::uint64_t k = config_.start == StartMode::snapshot ? 0 : config_.rdma.late_join_recover;
   // Never ask for more than half the history: the rest may be overwritten before we read it.
   if (k > g.history / 2) k = g.history / 2;
   const std::uint64_t first = first_live > k ? first_live - k : 1;
@@ -220,6 +221,28 @@ void UdSubscriber::cover_below(std::uint64_t seq, std::uint64_t read_until) noex
 
 std::size_t UdSubscriber::poll(detail::TickSink sink, std::size_t limit) noexcept {
   if (closing_.load(std::memory_order_relaxed)) [[unlikely]] return 0;
+  if (delivery_ != nullptr) [[unlikely]] return poll_with_table(sink, limit);
+  return poll_stream(sink, limit);
+}
+
+// A snapshot being delivered, or a conflate subscriber, which looks for a tick the history no
+// longer holds: the tracker stops there (stop_at_loss), and the table catches it up instead.
+std::size_t UdSubscriber::poll_with_table(detail::TickSink sink, std::size_t limit) noexcept {
+  if (delivery_->busy()) return delivery_->step(feed_, sink, limit);
+  const std::size_t n = poll_stream(sink, limit);
+  if (groups_.front()->tracker.lapped()) [[unlikely]] {
+    delivery_->begin(detail::TableDelivery::Why::conflation, feed_);
+  }
+  return n;
+}
+
+TableReader* UdSubscriber::LinkTableSource::reader() const noexcept {
+  Group& g = *s_->groups_.front();
+  if (g.recovery_state.load(std::memory_order_acquire) != RecoveryState::ready) return nullptr;
+  return g.recovery->table_reader();
+}
+
+std::size_t UdSubscriber::poll_stream(detail::TickSink sink, std::size_t limit) noexcept {
   std::size_t n = 0;
   for (auto& g : groups_) {
     if (n >= limit) break;
@@ -264,6 +287,11 @@ SubscriberCounters UdSubscriber::counters() const noexcept {
   c.foreign = u.foreign;
   c.malformed = u.malformed;
   c.completion_errors = u.recv_errors + u.read_errors;
+  if (delivery_ != nullptr) {
+    c.from_table = delivery_->entries_delivered();
+    c.conflations = delivery_->conflations();
+    c.table_abandoned = delivery_->abandoned();
+  }
   return c;
 }
 

@@ -1,9 +1,9 @@
-#include "transport/rdma/rc/table_reader.hpp"
+#include "transport/rdma/common/table_reader.hpp"
 
 #include <algorithm>
 #include <cstddef>
 
-namespace tickrail::rdma::rc {
+namespace tickrail::rdma {
 
 void SendCompletions::reap() noexcept {
   ibv_wc wc[8];
@@ -22,7 +22,7 @@ void SendCompletions::reap() noexcept {
       if ((id & kReadTag) != 0) {
         reads = std::max(reads, id & ~kReadTag);
       } else {
-        credits = std::max(credits, id);
+        others = std::max(others, id);
       }
     }
     if (n < 8) return;
@@ -170,4 +170,4 @@ void TableReader::read_again() noexcept {
   post();
 }
 
-}  // namespace tickrail::rdma::rc
+}  // namespace tickrail::rdma

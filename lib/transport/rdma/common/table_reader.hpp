@@ -1,6 +1,7 @@
-// The RC subscriber's side of the last-value table: the publisher's table read with one-sided
-// RDMA READ into a private registered buffer, as a TableSource for TableDelivery (which runs the
-// same algorithm as over shared memory: table_delivery.hpp).
+// A subscriber's side of an RDMA publisher's last-value table (RC: its connection; UD: its
+// recovery connection): the table read with one-sided RDMA READ into a private registered
+// buffer, as a TableSource for TableDelivery (which runs the same algorithm as over shared
+// memory: table_delivery.hpp).
 //
 // An RDMA READ of a slot reads its words in no promised order, so the seqlock's re-check around
 // one copy is not possible. Each chunk of entries is read twice instead, the second READ posted
@@ -18,18 +19,19 @@
 #include <span>
 #include <vector>
 
-#include "transport/rdma/rc/protocol.hpp"
+#include "transport/rdma/common/table_region.hpp"
 #include "transport/table_delivery.hpp"
 
-namespace tickrail::rdma::rc {
+namespace tickrail::rdma {
 
-// The subscriber's one send queue carries its credit WRITEs and, for a table subscriber, its
-// READs of the table: both kinds of completion are reaped here, from its one send CQ.
+// The table's READs share a send queue with the subscriber's other work (RC: its credit WRITEs;
+// UD's recovery link: its READs of the history): both kinds of completion are reaped here, from
+// that queue's one CQ.
 struct SendCompletions {
-  static constexpr std::uint64_t kReadTag = std::uint64_t{1} << 63;  // wr_id of a READ
+  static constexpr std::uint64_t kReadTag = std::uint64_t{1} << 63;  // wr_id of a table READ
   ibv_cq* cq = nullptr;
-  std::uint64_t credits = 0;  // the highest credit WRITE completed (its wr_id)
-  std::uint64_t reads = 0;    // the highest READ completed (its number, the tag cleared)
+  std::uint64_t others = 0;   // the highest other work request completed (its wr_id)
+  std::uint64_t reads = 0;    // the highest table READ completed (its number, the tag cleared)
   bool failed = false;        // a completion in error: the QP is gone
   void reap() noexcept;
 };
@@ -84,4 +86,4 @@ class TableReader final : public detail::TableSource {
   ibv_sge sge_[kMaxReads]{};
 };
 
-}  // namespace tickrail::rdma::rc
+}  // namespace tickrail::rdma
