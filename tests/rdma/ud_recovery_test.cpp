@@ -344,6 +344,7 @@ TEST_CASE("aUdPublisherKeepsTheLastValueTableAndGrantsItForReadingOnly") {
   lp.publisher = rdma::Address::parse(pc.rdma.address, pub.recovery_port());
   lp.session = pub.session();
   lp.device = pc.rdma.device;
+  lp.want_table = true;
   rdma::ud::RecoveryLink link(lp);
   REQUIRE(link.table().has_value());
   CHECK(*link.table() == g);

@@ -27,12 +27,13 @@ using namespace std::chrono_literals;
 
 namespace {
 
-PublisherConfig pub_config(const std::string& group, std::uint16_t port, bool table = true) {
+PublisherConfig pub_config(const std::string& group, std::uint16_t port, bool table = true,
+                           std::uint32_t history = 1 << 20) {
   PublisherConfig c = rdma::test::ud_publisher_config(group, port);
   c.channel = "ud-state";
   c.state.enabled = table;
   c.state.capacity = 1000;
-  c.rdma.history = 16384;  // a subscriber stopped for 40,000 ticks finds them gone
+  c.rdma.history = history;
   c.rdma.heartbeat_interval = 20ms;
   return c;
 }
@@ -219,7 +220,7 @@ TEST_CASE("a late joiner over UD ends with the view of a subscriber there from t
 // table instead, and ends with the view of one that kept up. What it missed live is counted lost,
 // exactly.
 TEST_CASE("a conflate subscriber over UD that stops reading ends with the view of one that kept up", "[state]") {
-  Publisher pub(pub_config("239.7.7.22", 7492));
+  Publisher pub(pub_config("239.7.7.22", 7492, true, 16384));  // 40,000 ticks stopped: gone
   const SubscriberConfig sc = sub_config("239.7.7.22");
   Subscriber keeper(sc);
   SubscriberConfig cc = sc;
@@ -304,14 +305,14 @@ TEST_CASE("snapshot over UD without a table, over two groups or with no publishe
       std::this_thread::sleep_for(1ms);
     }
   });
-  auto refused = [](const SubscriberConfig& c, Errc code, const char* text) {
+  auto refused = [](const SubscriberConfig& c, Errc code, const char* text, const char* where = "ud-state") {
     try {
       Subscriber s(c);
       FAIL("constructed");
     } catch (const Error& e) {
       INFO(e.what());
       CHECK(e.code() == make_error_code(code));
-      CHECK_THAT(e.what(), Catch::Contains(text) && Catch::Contains("ud-state"));
+      CHECK_THAT(e.what(), Catch::Contains(text) && Catch::Contains(where));
     }
   };
   SubscriberConfig c = sub_config("239.7.7.23");
@@ -326,7 +327,7 @@ TEST_CASE("snapshot over UD without a table, over two groups or with no publishe
   c = sub_config("239.7.7.23");
   c.start = StartMode::snapshot;
   c.rdma.groups = {"239.7.7.23", "239.7.7.24"};
-  refused(c, Errc::invalid_argument, "exactly one group");
+  refused(c, Errc::config_error, "exactly one group (2 given)", "rdma.groups");
 
   c = sub_config("239.7.7.25");  // nobody publishes here
   c.start = StartMode::snapshot;

@@ -220,8 +220,9 @@ TEST_CASE("aConflatingTrackerStopsAtATickLostForGoodUntilItSkips") {
   CHECK(f.got.back() == 12);
   CHECK(f.tr.next() == 13);
   CHECK_FALSE(f.tr.behind());
-  // Nothing of the skipped run is left in the window: 10's slot takes the tick a window later.
-  f.datagram(13, 1);
+  // Nothing of the skipped run is left in the window: nothing held (13 goes straight through),
+  // and 10's slot takes the tick a window later.
+  CHECK(f.datagram(13, 1) == 1);
   f.datagram(74, 1);  // 10 + 64: the slot 10 used
   f.tr.give_up(74);
   f.drain();
@@ -231,6 +232,24 @@ TEST_CASE("aConflatingTrackerStopsAtATickLostForGoodUntilItSkips") {
   CHECK(f.got.back() == 74);
   CHECK(f.tr.counters().lost == 5 + 60);
   CHECK(f.tr.counters().duplicates == 0);
+
+  // Stopped at a loss it cannot catch up with (no table now): the run is passed and counted,
+  // and the next run stops again.
+  f.datagram(76, 1);  // 75 missing, and gone from the history
+  const Tick newer = tick(75 + 64);
+  f.tr.recovered(&newer, 75, 1);
+  f.drain();
+  REQUIRE(f.tr.lapped());
+  CHECK(f.tr.first_hole(100).empty());  // known gone: not read again
+  f.tr.pass_loss();
+  f.drain();
+  CHECK_FALSE(f.tr.lapped());
+  CHECK(f.got.back() == 76);
+  CHECK(f.tr.counters().lost == 5 + 60 + 1);
+  f.datagram(78, 1);  // 77 missing
+  f.tr.give_up(78);
+  f.drain();
+  CHECK(f.tr.lapped());
 }
 
 TEST_CASE("ticksATableDeliveryRolledForwardAreNotDeliveredAndMayCountAsLost") {

@@ -90,7 +90,7 @@ RecoveryLink::RecoveryLink(const Params& p)
     throw Error(Errc::geometry_mismatch,
                 what + ": history of " + std::to_string(g->capacity) + " ticks is not a power of two");
   }
-  if (g->table_addr != 0 || g->table_capacity != 0 || g->table_classes != 0) {
+  if (p.want_table && (g->table_addr != 0 || g->table_capacity != 0 || g->table_classes != 0)) {
     std::string why;
     table_ = granted_table(g->table_addr, g->table_capacity, g->table_classes, why);
     if (!table_) throw Error(Errc::geometry_mismatch, what + ": the grant offers " + why);
@@ -154,7 +154,8 @@ int RecoveryLink::poll() noexcept {
 }
 
 ibv_wc_status RecoveryLink::probe_table(bool write, std::uint64_t offset, Tick& out) {
-  constexpr std::uint64_t kProbe = std::uint64_t{1} << 62;
+  // Tagged as a table READ numbered 0: should SendCompletions ever reap it, it changes nothing.
+  constexpr std::uint64_t kProbe = SendCompletions::kReadTag;
   if (!table_) return IBV_WC_GENERAL_ERR;
   ibv_sge g{reinterpret_cast<std::uintptr_t>(staging_), write ? 8U : 64U, staging_mr_.lkey()};
   ibv_send_wr w{};

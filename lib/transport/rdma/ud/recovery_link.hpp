@@ -60,8 +60,9 @@ class RecoveryLink {
     return disconnected_.load(std::memory_order_acquire);
   }
 
-  // Tests: one blocking READ of the table's 64 bytes at `offset` into `out` (or a WRITE of 8,
-  // which the grant must refuse: the link then breaks). Bounded to 5 s.
+  // Tests, on a link with nothing else in flight (it takes the CQ's completions itself): one
+  // blocking READ of the table's 64 bytes at `offset` into `out` (or a WRITE of 8, which the
+  // grant must refuse: the link then breaks). Bounded to 5 s.
   [[nodiscard]] ibv_wc_status probe_table(bool write, std::uint64_t offset, Tick& out);
 
   // Control plane (conductor thread): takes the connection's pending rdma_cm events without
@@ -76,14 +77,15 @@ class RecoveryLink {
   ProtectionDomain pd_;
   MappedRegion staging_mem_;
   MemoryRegion staging_mr_;
+  // The table's READs land here (want_table): declared before the QP, so deregistered after it.
+  MappedRegion table_buffer_;
+  std::optional<MemoryRegion> table_buffer_mr_;
   CompletionQueue cq_;
   CmQueuePair qp_;
   RecoveryGrant grant_{};
   std::optional<detail::TableGeometry> table_;
   SendCompletions sq_;
   std::uint64_t history_posted_ = 0;  // history READs posted (their wr_id)
-  MappedRegion table_buffer_;
-  std::optional<MemoryRegion> table_buffer_mr_;
   std::unique_ptr<TableReader> table_reader_;
   Tick* staging_ = nullptr;
   std::uint32_t staging_ticks_ = 0;

@@ -9,7 +9,8 @@ Hole SequenceTracker::first_hole(std::uint64_t max_len) const noexcept {
   if (!started() || max_len == 0) return h;
   const std::uint64_t end = std::min(highest_, next_ + capacity_);
   std::uint64_t s = std::max(next_, covered_until_);
-  while (s < end && window_[s & mask_].seq == s) ++s;
+  // Present, or known gone (marked lost: a conflating tracker stopped there reads it no more).
+  while (s < end && (window_[s & mask_].seq == s || window_[s & mask_].seq == (s | kLostMark))) ++s;
   if (s >= end) return h;
   h.lo = s;
   h.hi = std::min(end, s + max_len);

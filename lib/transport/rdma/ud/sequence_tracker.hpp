@@ -140,6 +140,7 @@ class SequenceTracker {
         ++next_;
         ++n;
         lost_run_ = false;
+        passing_ = false;
         handler(static_cast<const Tick&>(t));
       } else if (next_ < covered_until_) {
         if (held_ == 0) {
@@ -154,7 +155,7 @@ class SequenceTracker {
         }
         lost_run_ = false;
       } else if (slot.seq == (next_ | kLostMark) || next_ < abandon_until_) {
-        if (stop_at_loss_) [[unlikely]] {
+        if (stop_at_loss_ && !passing_) [[unlikely]] {
           lapped_ = true;
           break;
         }
@@ -190,6 +191,12 @@ class SequenceTracker {
   // says so until it moves on with skip_to().
   void stop_at_loss(bool on) noexcept { stop_at_loss_ = on; }
   [[nodiscard]] bool lapped() const noexcept { return lapped_; }
+  // The table cannot be read now: this run of lost ticks is passed and counted, as without
+  // stop_at_loss (the next run stops again).
+  void pass_loss() noexcept {
+    lapped_ = false;
+    passing_ = true;
+  }
   // Moves ahead to `seq`: what it skips, held or not, counts as lost (one run).
   void skip_to(std::uint64_t seq) noexcept {
     lapped_ = false;
@@ -236,6 +243,7 @@ class SequenceTracker {
   std::uint64_t highest_ = 0;  // one past the highest sequence known to exist
   bool stop_at_loss_ = false;
   bool lapped_ = false;
+  bool passing_ = false;  // pass_loss(): until the next tick delivered
   std::uint64_t abandon_until_ = 0;  // holes below this are lost (give_up)
   std::uint64_t covered_until_ = 0;  // holes below this were delivered by another line (cover)
   std::uint64_t read_until_ = ~std::uint64_t{0};  // the other line brought this (cover)

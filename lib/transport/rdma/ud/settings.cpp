@@ -63,6 +63,11 @@ const SubscriberConfig& validated(const SubscriberConfig& c) {
   const RdmaConfig& r = c.rdma;
   if (r.groups.empty()) check.bad("groups", "at least one multicast group is needed");
   if (r.groups.size() > 64) check.bad("groups", "at most 64 groups per subscriber");
+  if ((c.start == StartMode::snapshot || c.policy == SlowConsumerPolicy::conflate) && r.groups.size() != 1) {
+    check.bad("groups", std::string(c.start == StartMode::snapshot ? "start = snapshot" : "policy = conflate") +
+                            " reads one stream's last-value table: give exactly one group (" +
+                            std::to_string(r.groups.size()) + " given)");
+  }
   if (r.recv_buffers < 16 || r.recv_buffers > 65536) {
     check.bad("recv_buffers", std::to_string(r.recv_buffers) + " is outside 16..65536");
   }

@@ -78,10 +78,6 @@ UdSubscriber::UdSubscriber(const SubscriberConfig& config, const detail::Placeme
 void UdSubscriber::wait_for_table() {
   const std::string what = "UD subscriber '" + config_.channel + "': " +
                            (config_.start == StartMode::snapshot ? "start = snapshot" : "policy = conflate");
-  if (groups_.size() != 1) {
-    throw Error(Errc::invalid_argument, what + " reads one stream's table: give exactly one group (" +
-                                            std::to_string(groups_.size()) + " given)");
-  }
   Group& g = *groups_.front();
   const auto wait = config_.publisher_timeout + config_.rdma.connect_timeout * kConnectAttempts;
   const auto deadline = std::chrono::steady_clock::now() + wait;
@@ -89,6 +85,10 @@ void UdSubscriber::wait_for_table() {
     take_completions();
     const RecoveryState s = g.recovery_state.load(std::memory_order_acquire);
     if (g.tracker.started() && s == RecoveryState::ready) break;
+    if (g.tracker.started() && s == RecoveryState::idle) {
+      throw Error(Errc::unsupported, what + " reads the publisher's table over its recovery connection, and the "
+                                            "publisher of group " + g.text + " advertises none (nor is rdma.address set)");
+    }
     if (s == RecoveryState::failed) {
       std::lock_guard lock(mutex_);
       throw Error(Errc::peer_gone, what + " needs the publisher's last-value table: " + g.link_error);

@@ -187,14 +187,17 @@ class UdSubscriber final : public detail::SubscriberTransport {
       return r != nullptr ? r->copy(out, cursor) : cursor;
     }
 
+    // A reader that can be read from now: the link up, not failed nor disconnected.
+    [[nodiscard]] TableReader* reader() const noexcept;
+
    private:
-    TableReader* reader() const noexcept;
     UdSubscriber* s_;
   };
 
   // Data path. kHooked: the drop hook is set (tests only).
   std::size_t poll_stream(detail::TickSink sink, std::size_t limit) noexcept;
   std::size_t poll_with_table(detail::TickSink sink, std::size_t limit) noexcept;
+  void keep_up_during_delivery(Group& g) noexcept;
   template <bool kHooked>
   std::size_t on_datagram(Group& g, const std::byte* p, std::size_t len, detail::TickSink& sink,
                           std::size_t room, std::uint64_t now) noexcept;

@@ -228,18 +228,45 @@ std::size_t UdSubscriber::poll(detail::TickSink sink, std::size_t limit) noexcep
 // A snapshot being delivered, or a conflate subscriber, which looks for a tick the history no
 // longer holds: the tracker stops there (stop_at_loss), and the table catches it up instead.
 std::size_t UdSubscriber::poll_with_table(detail::TickSink sink, std::size_t limit) noexcept {
-  if (delivery_->busy()) return delivery_->step(feed_, sink, limit);
+  Group& g = *groups_.front();
+  if (delivery_->busy()) {
+    keep_up_during_delivery(g);
+    const std::size_t n = delivery_->step(feed_, sink, limit);
+    // Given up (table_abandoned) while stopped at a loss: pass it, or the stream stays stopped.
+    if (!delivery_->busy() && g.tracker.lapped()) [[unlikely]] g.tracker.pass_loss();
+    return n;
+  }
   const std::size_t n = poll_stream(sink, limit);
-  if (groups_.front()->tracker.lapped()) [[unlikely]] {
-    delivery_->begin(detail::TableDelivery::Why::conflation, feed_);
+  if (g.tracker.lapped()) [[unlikely]] {
+    if (table_source_.reader() != nullptr) {
+      delivery_->begin(detail::TableDelivery::Why::conflation, feed_);
+    } else {
+      g.tracker.pass_loss();  // no table to catch up with now: lost, as without conflate
+    }
   }
   return n;
+}
+
+// While a delivery reads the table, the group's receive queue is drained into the reorder window
+// (buffers reposted, the publisher heard), lost ticks are read back, and a link whose QP failed
+// or disconnected is handed to the conductor to rebuild: the stream stays where the delivery will
+// roll forward from. A conflation given up leaves the stream stopped at its loss: passed.
+void UdSubscriber::keep_up_during_delivery(Group& g) noexcept {
+  take_completions();
+  if (g.reading || g.tracker.behind()) drive_recovery(g, Clock::now());
+  if (g.recovery_state.load(std::memory_order_acquire) == RecoveryState::ready && !g.reading) {
+    TableReader* r = g.recovery->table_reader();
+    if (g.recovery->disconnected() || (r != nullptr && r->failed())) {
+      g.recovery_state.store(RecoveryState::broken, std::memory_order_release);
+    }
+  }
 }
 
 TableReader* UdSubscriber::LinkTableSource::reader() const noexcept {
   Group& g = *s_->groups_.front();
   if (g.recovery_state.load(std::memory_order_acquire) != RecoveryState::ready) return nullptr;
-  return g.recovery->table_reader();
+  TableReader* r = g.recovery->table_reader();
+  return r != nullptr && !r->failed() && !g.recovery->disconnected() ? r : nullptr;
 }
 
 std::size_t UdSubscriber::poll_stream(detail::TickSink sink, std::size_t limit) noexcept {
