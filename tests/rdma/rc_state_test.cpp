@@ -113,9 +113,11 @@ class Feed {
 
 // A subscriber that joins with start = snapshot after many ticks over 1,000 instruments, while the
 // publisher keeps publishing, ends with the view of one present from the start, and of the
-// publisher's table.
-TEST_CASE("a late joiner over RC ends with the view of a subscriber there from the start", "[state]") {
-  Publisher pub(pub_config("rc-state-join"));
+// publisher's table. The late one polls `polling` (the early one memory).
+namespace {
+
+void late_join(const std::string& channel, RcPolling polling) {
+  Publisher pub(pub_config(channel));
   const SubscriberConfig sc = sub_config(pub);
   auto early = connect(pub, sc);
   REQUIRE(wait_subscribers(pub, 1));
@@ -138,6 +140,7 @@ TEST_CASE("a late joiner over RC ends with the view of a subscriber there from t
 
   SubscriberConfig lc = sc;
   lc.start = StartMode::snapshot;
+  lc.rdma.polling = polling;
   std::unique_ptr<Subscriber> late;
   std::atomic<bool> attached{false};
   std::thread attach([&] {
@@ -182,7 +185,7 @@ TEST_CASE("a late joiner over RC ends with the view of a subscriber there from t
     if (drain_early() + drain_late() == 0) std::this_thread::sleep_for(20us);
   }
   feed.stop();
-  std::cout << "rc snapshot: " << snapshot_ticks << " entries up to sequence " << snapshot_max
+  std::cout << "rc snapshot (" << (polling == RcPolling::cq ? "cq" : "memory") << " polling): " << snapshot_ticks << " entries up to sequence " << snapshot_max
             << " in " << std::chrono::duration_cast<std::chrono::microseconds>(snapshot_took).count()
             << " us (joined after " << kJoinAfter << " ticks)" << std::endl;
 
@@ -216,6 +219,17 @@ TEST_CASE("a late joiner over RC ends with the view of a subscriber there from t
   }
   CHECK(early_view.size() == 3000);
   CHECK(pub.counters().state_entries == 3000);
+}
+
+}  // namespace
+
+TEST_CASE("a late joiner over RC ends with the view of a subscriber there from the start", "[state]") {
+  late_join("rc-state-join", RcPolling::memory);
+}
+
+// The same over CQ polling: the roll forward reads the ring up to what the completions say.
+TEST_CASE("a late joiner over RC polling its completion queue ends with the same view", "[state]") {
+  late_join("rc-state-join-cq", RcPolling::cq);
 }
 
 // policy = conflate over RC: the subscriber stops reading while the stream goes on, is lapped,
@@ -334,9 +348,9 @@ TEST_CASE("a subscriber can read the table and cannot write it", "[state]") {
   CHECK(kept->send_ts != ~std::uint64_t{0});  // the word the WRITE aimed at
 }
 
-// Bad input: a snapshot of a channel that keeps no table, and one asked of a subscriber that
+// Bad input: a snapshot of a channel that keeps no table, and conflate asked of a subscriber that
 // would poll its completion queue, are refused with the reason and where.
-TEST_CASE("snapshot over RC without a table, or with CQ polling, is refused naming why", "[state]") {
+TEST_CASE("snapshot over RC without a table, or conflate with CQ polling, is refused naming why", "[state]") {
   Publisher bare(pub_config("rc-state-bare", false));
   SubscriberConfig sc = sub_config(bare);
   sc.start = StartMode::snapshot;

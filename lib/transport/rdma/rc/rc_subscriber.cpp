@@ -73,6 +73,7 @@ RcSubscriber::RcSubscriber(const SubscriberConfig& config, const detail::Placeme
     next_ = first_seq_;
     limit_ = first_seq_ - 1;
     credit_due_ = first_seq_ + credit_every_;
+    if (wants_table()) start_table();  // a snapshot (connect refused conflate)
   }
   silence_ = SilenceWatch(silence_cycles_, grace_cycles_, Clock::now(),
                           load_word(control_->heartbeat.beat));
@@ -96,7 +97,7 @@ void RcSubscriber::start_table() {
   reader_.stop_at_laps(config_.policy == SlowConsumerPolicy::conflate);
   credit_due_ = first_seq_ + credit_every_;
   if (config_.start == StartMode::snapshot) {
-    delivery_->begin(detail::TableDelivery::Why::snapshot, feed_);
+    delivery_->begin(detail::TableDelivery::Why::snapshot, table_feed());
   }
 }
 
@@ -161,11 +162,11 @@ std::unique_ptr<RcSubscriber::Connection> RcSubscriber::connect(std::uint64_t ca
   register_ring(*c, capacity, what);
   create_queue_pair(*c, capacity, what);
   mode_ = choose_mode(*c);
-  if (wants_table() && mode_ == WriteMode::cq) {
+  if (config_.policy == SlowConsumerPolicy::conflate && mode_ == WriteMode::cq) {
     throw Error(Errc::unsupported,
-                what + ": " + (config_.start == StartMode::snapshot ? "start = snapshot" : "policy = conflate") +
-                    " over rc rolls the table forward with the ring read in memory, and this "
-                    "subscriber would poll its completion queue (" +
+                what + ": policy = conflate over rc needs the ring read in memory, where the "
+                       "publisher overwrites what a lapped subscriber has not read, and this "
+                       "subscriber would poll its completion queue (" +
                     (config_.rdma.polling == RcPolling::cq
                          ? std::string("rdma.polling = cq): set rdma.polling = memory")
                          : rdma::device_name(c->id->verbs()) +
@@ -411,16 +412,16 @@ SubscriberCounters RcSubscriber::counters() const noexcept {
     c.lost = reader_.lost();
     c.laps = reader_.laps();
     c.skips = reader_.skips();
-    if (delivery_ != nullptr) {
-      c.from_table = delivery_->entries_delivered();
-      c.conflations = delivery_->conflations();
-      c.table_abandoned = delivery_->abandoned();
-    }
   } else {
     c.received = received_;
     c.lost = lost_;
     c.laps = capacity_ != 0 ? (lost_ + capacity_ - 1) / capacity_ : 0;  // whole rings, as RingReader
     c.skips = skips_;
+  }
+  if (delivery_ != nullptr) {
+    c.from_table = delivery_->entries_delivered();
+    c.conflations = delivery_->conflations();
+    c.table_abandoned = delivery_->abandoned();
   }
   return c;
 }

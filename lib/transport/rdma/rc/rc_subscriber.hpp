@@ -7,10 +7,10 @@
 // rdma_cm events after the connection is up (DISCONNECTED, DEVICE_REMOVAL) and raises a flag
 // that state() reads, so that neither poll() nor state() ever makes a system call.
 //
-// With start = snapshot or policy = conflate (memory polling only: the delivery rolls the table
-// forward with the ring's RingReader), the subscriber reads the publisher's last-value table with
-// RDMA READ (common/table_reader.hpp) and delivers it through TableDelivery, polled out of line while
-// it does (and always, under conflate: it looks for laps there).
+// With start = snapshot or policy = conflate (memory polling only: a lap is what memory polling
+// sees), the subscriber reads the publisher's last-value table with RDMA READ
+// (common/table_reader.hpp) and delivers it through TableDelivery, polled out of line while it
+// does (and always, under conflate: it looks for laps there).
 #pragma once
 
 #include <atomic>
@@ -128,6 +128,7 @@ class RcSubscriber final : public detail::SubscriberTransport {
   }
   void start_table();
   std::size_t poll_with_table(detail::TickSink sink, std::size_t limit) noexcept;
+  std::size_t poll_cq_with_table(detail::TickSink sink, std::size_t limit) noexcept;
   // After a poll of our own (CQ polling, a table delivery): the credit when due, and once the
   // stream pauses, as Subscriber::poll does for a ring it polls inline.
   void settle_credit(std::uint64_t next, bool empty) noexcept {
@@ -153,6 +154,38 @@ class RcSubscriber final : public detail::SubscriberTransport {
   // Memory polling.
   RingReader reader_;
   detail::RingFeed feed_{reader_};  // what a table delivery rolls forward with
+
+  // CQ polling's ring as a table delivery rolls forward with it (a snapshot's: conflate needs
+  // memory polling). The publisher skips what does not fit our ring rather than overwrite it,
+  // so CQ polling is never lapped: what it skips is lost, and a loss during the roll restarts it.
+  class CqFeed final : public detail::TickFeed {
+   public:
+    explicit CqFeed(RcSubscriber& s) noexcept : s_(&s) {}
+    std::uint64_t next_seq() const noexcept override { return s_->next_; }
+    std::size_t poll(detail::TickSink sink, std::size_t limit) noexcept override {
+      return s_->poll_cq(sink, limit);
+    }
+    bool lapped() const noexcept override { return false; }
+    void skip_to(std::uint64_t seq) noexcept override {
+      if (seq <= s_->next_) return;
+      s_->lost_ += seq - s_->next_;
+      ++s_->skips_;
+      s_->next_ = seq;
+    }
+    std::uint64_t lost() const noexcept override { return s_->lost_; }
+    void discount(std::uint64_t n, bool lost) noexcept override {
+      s_->received_ -= n;
+      if (lost) s_->lost_ += n;
+    }
+    std::uint64_t slack() const noexcept override { return s_->capacity_; }
+
+   private:
+    RcSubscriber* s_;
+  };
+  CqFeed cq_feed_{*this};
+  [[nodiscard]] detail::TickFeed& table_feed() noexcept {
+    return is_memory_mode(mode_) ? static_cast<detail::TickFeed&>(feed_) : cq_feed_;
+  }
 
   // The last-value table (wants_table()): validated once from the accept.
   detail::TableGeometry table_geometry_;

@@ -22,7 +22,10 @@ namespace tickrail::rdma::rc {
 
 std::size_t RcSubscriber::poll(detail::TickSink sink, std::size_t limit) noexcept {
   if (closed_) return 0;
-  if (!is_memory_mode(mode_)) return poll_cq(sink, limit);
+  if (!is_memory_mode(mode_)) {
+    if (delivery_ != nullptr && delivery_->busy()) [[unlikely]] return poll_cq_with_table(sink, limit);
+    return poll_cq(sink, limit);
+  }
   if (delivery_ != nullptr) [[unlikely]] return poll_with_table(sink, limit);
   return reader_.poll(sink, limit);  // Subscriber::poll returns the credit
 }
@@ -46,6 +49,17 @@ std::size_t RcSubscriber::poll_with_table(detail::TickSink sink, std::size_t lim
   // Polled out of line, the ring's credit goes back from here (Subscriber::poll returns it for a
   // ring polled inline only).
   settle_credit(reader_.next_seq(), n == 0);
+  return n;
+}
+
+// A snapshot over CQ polling: completions are taken on every poll (poll_cq delivering nothing),
+// so that receives are reposted and the publisher's WRITEs and heartbeats never wait for one,
+// whatever the copy's length; the roll forward then polls the ring through cq_feed_.
+std::size_t RcSubscriber::poll_cq_with_table(detail::TickSink sink, std::size_t limit) noexcept {
+  (void)poll_cq(sink, 0);
+  const std::size_t n = delivery_->step(cq_feed_, sink, limit);
+  if (table_reader_->failed()) [[unlikely]] note_loss(PeerLoss::qp_error);
+  settle_credit(next_, n == 0);
   return n;
 }
 
