@@ -1,6 +1,7 @@
 // The market-state runs the RC and UD rig tests share (tests/rdma/{rc,ud}_state_test.cpp): a feed
 // of market_tick, a late join and a conflation, each run and then checked; what differs by
-// transport (making a subscriber, extra checks, the report) stays in the test.
+// transport (making a subscriber, extra checks, the report) stays in the test. And a subscriber
+// refused, checked as those and the shared-memory tests (tests/unit/shm/state_test.cpp) check it.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -12,9 +13,11 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "tickrail/error.hpp"
 #include "tickrail/publisher.hpp"
 #include "tickrail/state.hpp"
 #include "tickrail/subscriber.hpp"
@@ -243,6 +246,19 @@ inline void check_conflation(const Conflation& r, const Subscriber& keeper) {
     const auto it = r.slow_view.find(key);
     REQUIRE(it != r.slow_view.end());
     CHECK(same(tick, it->second));
+  }
+}
+
+// Making a subscriber with `c` is refused: an Error with `code`, its message naming `text` and
+// `where`.
+inline void refused(const SubscriberConfig& c, Errc code, const std::string& text, const std::string& where) {
+  try {
+    Subscriber s(c);
+    FAIL("constructed");
+  } catch (const Error& e) {
+    INFO(e.what());
+    CHECK(e.code() == make_error_code(code));
+    CHECK_THAT(e.what(), Catch::Contains(text) && Catch::Contains(where));
   }
 }
 
