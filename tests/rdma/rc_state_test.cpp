@@ -3,15 +3,12 @@
 // that stopped reading, and the table's memory region, which a subscriber can read and not write.
 #include <catch2/catch.hpp>
 
-#include <array>
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <iostream>
-#include <map>
 #include <memory>
-#include <span>
 #include <thread>
-#include <vector>
 
 #include "rc_test_util.hpp"
 #include "rig_env.hpp"
@@ -20,7 +17,7 @@
 #include "tickrail/state.hpp"
 #include "tickrail/subscriber.hpp"
 #include "transport/rdma/rc/rc_subscriber.hpp"
-#include "../market_stream.hpp"
+#include "../state_checks.hpp"
 
 using namespace tickrail;
 using namespace tickrail::test;
@@ -73,42 +70,6 @@ bool wait_subscribers(Publisher& pub, std::uint32_t n) {
   return true;
 }
 
-// Publishes market_tick(0 .. total - 1) in batches of 16 on its own thread (the publishing
-// thread, which also serves connections), holding at `hold_at` until release() (0: no hold).
-class Feed {
- public:
-  Feed(Publisher& pub, std::uint64_t total, std::uint64_t hold_at)
-      : thread_([this, &pub, total, hold_at] { run(pub, total, hold_at); }) {}
-  ~Feed() { stop(); }
-  [[nodiscard]] std::uint64_t published() const { return published_.load(std::memory_order_acquire); }
-  void release() { released_.store(true, std::memory_order_release); }
-  void stop() {
-    stop_.store(true);
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  void run(Publisher& pub, std::uint64_t total, std::uint64_t hold_at) {
-    const auto deadline = std::chrono::steady_clock::now() + 300s;
-    std::array<Tick, 16> batch{};
-    std::uint64_t i = 0;
-    while (!stop_.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < deadline) {
-      if (i >= total || (hold_at != 0 && i >= hold_at && !released_.load(std::memory_order_acquire))) {
-        pub.service();
-        std::this_thread::sleep_for(100us);
-        continue;
-      }
-      const std::size_t n = std::min<std::uint64_t>(batch.size(), total - i);
-      for (std::size_t j = 0; j < n; ++j) batch[j] = market_tick(i + j);
-      i += pub.publish(std::span<const Tick>(batch.data(), n)).published;
-      published_.store(i, std::memory_order_release);
-    }
-  }
-  std::atomic<std::uint64_t> published_{0};
-  std::atomic<bool> released_{false}, stop_{false};
-  std::thread thread_;
-};
-
 }  // namespace
 
 // A subscriber that joins with start = snapshot after many ticks over 1,000 instruments, while the
@@ -122,102 +83,28 @@ void late_join(const std::string& channel, RcPolling polling) {
   auto early = connect(pub, sc);
   REQUIRE(wait_subscribers(pub, 1));
 
-  constexpr std::uint64_t kTotal = 100'000, kJoinAfter = 50'000;
-  Feed feed(pub, kTotal, kJoinAfter + 5'000);  // holds mid-stream until the late one is in
-  View early_view, late_view;
-  std::uint64_t early_next = 1;
-  bool early_in_order = true;
-  auto drain_early = [&] {
-    return early->poll([&](const Tick& t) {
-      early_in_order = early_in_order && t.seq == early_next;
-      early_next = t.seq + 1;
-      apply(early_view, t);
-    });
-  };
-  const auto deadline = std::chrono::steady_clock::now() + 240s;
-  while (feed.published() < kJoinAfter && std::chrono::steady_clock::now() < deadline) (void)drain_early();
-  REQUIRE(feed.published() >= kJoinAfter);
-
   SubscriberConfig lc = sc;
   lc.start = StartMode::snapshot;
   lc.rdma.polling = polling;
-  std::unique_ptr<Subscriber> late;
-  std::atomic<bool> attached{false};
-  std::thread attach([&] {
-    late = std::make_unique<Subscriber>(lc);
-    attached.store(true, std::memory_order_release);
-  });
-  while (!attached.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline) {
-    if (drain_early() == 0) std::this_thread::sleep_for(20us);
-  }
-  attach.join();
-  REQUIRE(late != nullptr);
-  const auto joined = std::chrono::steady_clock::now();
-  feed.release();
-
-  std::uint64_t snapshot_ticks = 0, snapshot_max = 0, live_first = 0, live_next = 0;
-  bool live_in_order = true, flag_after_live = false, mixed = false;
-  std::chrono::steady_clock::duration snapshot_took{};
-  auto drain_late = [&] {
-    std::uint64_t table_in_poll = 0, live_in_poll = 0;
-    const std::size_t n = late->poll([&](const Tick& t) {
-      if ((t.flags & kTickFromTable) != 0) {
-        ++table_in_poll;
-        flag_after_live = flag_after_live || live_first != 0;
-        ++snapshot_ticks;
-        snapshot_max = std::max(snapshot_max, t.seq);
-      } else {
-        ++live_in_poll;
-        if (live_first == 0) live_first = live_next = t.seq;
-        live_in_order = live_in_order && t.seq == live_next;
-        live_next = t.seq + 1;
-      }
-      apply(late_view, t);
+  auto attach = [&lc](auto& drain_early, std::chrono::steady_clock::time_point deadline) {
+    std::unique_ptr<Subscriber> late;
+    std::atomic<bool> attached{false};
+    std::thread t([&] {
+      late = std::make_unique<Subscriber>(lc);
+      attached.store(true, std::memory_order_release);
     });
-    if (snapshot_took == std::chrono::steady_clock::duration{} && !late->in_snapshot()) {
-      snapshot_took = std::chrono::steady_clock::now() - joined;
+    while (!attached.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline) {
+      if (drain_early() == 0) std::this_thread::sleep_for(20us);
     }
-    mixed = mixed || (table_in_poll != 0 && live_in_poll != 0);
-    return n;
+    t.join();
+    return late;
   };
-  while ((early_next <= kTotal || late->next_sequence() <= kTotal || late->in_snapshot()) &&
-         std::chrono::steady_clock::now() < deadline) {
-    if (drain_early() + drain_late() == 0) std::this_thread::sleep_for(20us);
-  }
-  feed.stop();
-  std::cout << "rc snapshot (" << (polling == RcPolling::cq ? "cq" : "memory") << " polling): " << snapshot_ticks << " entries up to sequence " << snapshot_max
-            << " in " << std::chrono::duration_cast<std::chrono::microseconds>(snapshot_took).count()
-            << " us (joined after " << kJoinAfter << " ticks)" << std::endl;
-
-  REQUIRE(feed.published() == kTotal);
-  CHECK(early_in_order);
-  CHECK(early_next == kTotal + 1);
-  CHECK_FALSE(late->in_snapshot());
-  CHECK(snapshot_ticks > 2900);  // nearly every instrument has every class by then
-  CHECK(snapshot_ticks <= 3000);
-  CHECK_FALSE(flag_after_live);
-  CHECK_FALSE(mixed);
-  CHECK(live_first == snapshot_max + 1);  // nothing reflected twice, nothing after it missed
-  CHECK(live_in_order);
-  CHECK(live_next == kTotal + 1);
-  CHECK(snapshot_max >= kJoinAfter);
-  CHECK(snapshot_max < kTotal);  // joined mid-stream
-  const SubscriberCounters lcnt = late->counters();
-  CHECK(lcnt.from_table == snapshot_ticks);
-  CHECK(lcnt.received == kTotal + 1 - live_first);
-  CHECK(lcnt.lost == 0);
-  CHECK(lcnt.table_abandoned == 0);
-
-  REQUIRE(early_view.size() == late_view.size());
-  for (const auto& [key, tick] : early_view) {
-    const auto it = late_view.find(key);
-    REQUIRE(it != late_view.end());
-    CHECK(same(tick, it->second));
-    const auto table = pub.last_value(key.first, static_cast<StateClass>(key.second));
-    REQUIRE(table);
-    CHECK(same(tick, *table));
-  }
-  CHECK(early_view.size() == 3000);
+  const LateJoin r = run_late_join(pub, *early, {}, std::chrono::steady_clock::now() + 240s, attach);
+  std::cout << "rc snapshot (" << (polling == RcPolling::cq ? "cq" : "memory") << " polling): " << r.snapshot_ticks
+            << " entries up to sequence " << r.snapshot_max << " in "
+            << std::chrono::duration_cast<std::chrono::microseconds>(r.snapshot_took).count() << " us (joined after "
+            << LateJoin::kJoinAfter << " ticks)" << std::endl;
+  check_late_join(pub, r);
   CHECK(pub.counters().state_entries == 3000);
 }
 
@@ -244,66 +131,12 @@ TEST_CASE("a conflate subscriber over RC that stops reading ends with the view o
   auto slow = connect(pub, cc);
   REQUIRE(wait_subscribers(pub, 2));
 
-  constexpr std::uint64_t kTotal = 100'000, kPauseFrom = 30'000, kPauseTo = 70'000;
-  Feed feed(pub, kTotal, 0);
-  View keeper_view, slow_view;
-  std::uint64_t slow_live = 0, slow_table = 0, slow_next_live = 0;
-  bool slow_in_order = true, snapshot_said = false;
-  std::vector<bool> seen(kTotal + 1, false);
-  const auto deadline = std::chrono::steady_clock::now() + 240s;
-  while ((keeper->next_sequence() <= kTotal || slow->next_sequence() <= kTotal) &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::size_t n = keeper->poll([&](const Tick& t) { apply(keeper_view, t); });
-    const std::uint64_t p = feed.published();
-    if (p < kPauseFrom || p >= kPauseTo) {
-      n += slow->poll([&](const Tick& t) {
-        if ((t.flags & kTickFromTable) != 0) {
-          snapshot_said = snapshot_said || slow->in_snapshot();
-          ++slow_table;
-        } else {
-          slow_in_order = slow_in_order && t.seq >= slow_next_live;
-          slow_next_live = t.seq + 1;
-          ++slow_live;
-          if (t.seq <= kTotal) seen[t.seq] = true;
-        }
-        apply(slow_view, t);
-      });
-    }
-    if (n == 0) std::this_thread::sleep_for(20us);
-  }
-  feed.stop();
-  REQUIRE(feed.published() == kTotal);
-
-  const SubscriberCounters c = slow->counters();
-  std::uint64_t missed = 0, trades_missed = 0, trades = 0;
-  for (std::uint64_t s = 1; s <= kTotal; ++s) {
-    const bool trade = state_class_of(market_tick(s - 1).kind) == static_cast<int>(StateClass::trade);
-    trades += trade ? 1 : 0;
-    if (seen[s]) continue;
-    ++missed;
-    trades_missed += trade ? 1 : 0;
-  }
-  std::cout << "rc conflate: " << c.received << " live, " << c.lost << " lost (" << trades_missed
-            << " of " << trades << " trades), " << c.from_table << " from the table in "
-            << c.conflations << " conflations" << std::endl;
-  CHECK(c.conflations >= 1);
-  CHECK_FALSE(snapshot_said);  // a conflation's entries, not a snapshot's
-  CHECK(c.from_table == slow_table);
-  CHECK(c.received == slow_live);
-  CHECK(slow_in_order);
-  CHECK(c.lost > 0);
-  CHECK(c.received + c.lost == kTotal);  // exactly what it did not get live is counted lost
-  CHECK(missed == c.lost);
-  CHECK(trades_missed > 0);
-  CHECK(c.table_abandoned == 0);
-  CHECK(keeper->counters().lost == 0);
-
-  REQUIRE(keeper_view.size() == slow_view.size());
-  for (const auto& [key, tick] : keeper_view) {
-    const auto it = slow_view.find(key);
-    REQUIRE(it != slow_view.end());
-    CHECK(same(tick, it->second));
-  }
+  const Conflation r = run_conflation(pub, *keeper, *slow, {}, std::chrono::steady_clock::now() + 240s);
+  const SubscriberCounters& c = r.counters;
+  std::cout << "rc conflate: " << c.received << " live, " << c.lost << " lost (" << r.trades_missed << " of "
+            << r.trades << " trades), " << c.from_table << " from the table in " << c.conflations << " conflations"
+            << std::endl;
+  check_conflation(r, *keeper);
 }
 
 // The table's region is registered for remote read only, and nothing around it is readable: a
@@ -374,12 +207,5 @@ TEST_CASE("snapshot over RC without a table, or conflate with CQ polling, is ref
   SubscriberConfig cq = sub_config(pub);
   cq.policy = SlowConsumerPolicy::conflate;
   cq.rdma.polling = RcPolling::cq;
-  try {
-    Subscriber s(cq);
-    FAIL("conflate with CQ polling");
-  } catch (const Error& e) {
-    INFO(e.what());
-    CHECK(e.code() == Errc::unsupported);
-    CHECK_THAT(e.what(), Catch::Contains("policy = conflate") && Catch::Contains("rdma.polling = memory"));
-  }
+  refused(cq, Errc::unsupported, "policy = conflate", "rdma.polling = memory");
 }

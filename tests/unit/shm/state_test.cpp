@@ -20,6 +20,7 @@
 #include "tickrail/state.hpp"
 #include "tickrail/tools/config_file.hpp"
 #include "../../market_stream.hpp"
+#include "../../state_checks.hpp"
 
 using namespace tickrail;
 using namespace tickrail::test;
@@ -140,13 +141,7 @@ TEST_CASE("start = snapshot on a channel without a table is refused at construct
   SubscriberConfig sc;
   sc.channel = pc.channel;
   sc.start = StartMode::snapshot;
-  try {
-    Subscriber sub(sc);
-    FAIL("attached");
-  } catch (const Error& e) {
-    CHECK(e.code() == make_error_code(Errc::unsupported));
-    CHECK_THAT(e.what(), Catch::Contains(pc.channel) && Catch::Contains("last-value table"));
-  }
+  refused(sc, Errc::unsupported, "last-value table", pc.channel);
   sc.start = StartMode::live;
   Subscriber live(sc);  // the same channel serves live subscribers
   CHECK_FALSE(live.in_snapshot());

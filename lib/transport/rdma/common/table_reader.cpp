@@ -1,6 +1,7 @@
 #include "transport/rdma/common/table_reader.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 
 namespace tickrail::rdma {
@@ -27,6 +28,27 @@ void SendCompletions::reap() noexcept {
     }
     if (n < 8) return;
   }
+}
+
+ibv_wc_status probe_table(ibv_qp* qp, ibv_cq* cq, void* local, std::uint32_t lkey, bool write,
+                          std::uint64_t remote_addr, std::uint32_t rkey, std::uint64_t wr_id) {
+  ibv_sge g{reinterpret_cast<std::uintptr_t>(local), write ? 8U : 64U, lkey};
+  ibv_send_wr w{};
+  w.wr_id = wr_id;
+  w.sg_list = &g;
+  w.num_sge = 1;
+  w.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+  w.send_flags = IBV_SEND_SIGNALED;
+  w.wr.rdma.remote_addr = remote_addr;
+  w.wr.rdma.rkey = rkey;
+  ibv_send_wr* bad = nullptr;
+  if (ibv_post_send(qp, &w, &bad) != 0) return IBV_WC_GENERAL_ERR;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    ibv_wc wc{};
+    if (ibv_poll_cq(cq, 1, &wc) == 1 && wc.wr_id == wr_id) return wc.status;
+  }
+  return IBV_WC_GENERAL_ERR;
 }
 
 TableReader::TableReader(ibv_qp* qp, SendCompletions& sq, std::uint64_t table_addr, std::uint32_t rkey, void* buffer,

@@ -36,6 +36,13 @@ struct SendCompletions {
   void reap() noexcept;
 };
 
+// Tests only: one signalled RDMA WRITE of 8 bytes, or READ of 64, between `local` (registered
+// with `lkey`) and `remote_addr` (with `rkey`), posted on `qp` as `wr_id`. Waits up to 5 s on
+// `cq` for that completion, taking any other it finds there, and returns its status
+// (IBV_WC_GENERAL_ERR if it could not post or none came). A failed access puts the QP in error.
+[[nodiscard]] ibv_wc_status probe_table(ibv_qp* qp, ibv_cq* cq, void* local, std::uint32_t lkey, bool write,
+                                        std::uint64_t remote_addr, std::uint32_t rkey, std::uint64_t wr_id);
+
 class TableReader final : public detail::TableSource {
  public:
   static constexpr std::size_t kChunk = 4096;      // entries per READ (256 KiB)

@@ -431,27 +431,11 @@ std::uint64_t RcSubscriber::next_sequence() const noexcept {
 }
 
 ibv_wc_status RcSubscriber::probe_table(bool write, std::uint64_t offset) {
-  constexpr std::uint64_t kProbe = std::uint64_t{1} << 62;
   if (closed_ || !conn_ || !conn_->table_buffer_mr) return IBV_WC_GENERAL_ERR;
   auto* local = static_cast<std::uint64_t*>(conn_->table_buffer.data());
   local[0] = ~std::uint64_t{0};
-  ibv_sge g{reinterpret_cast<std::uintptr_t>(local), write ? 8U : 64U, conn_->table_buffer_mr->lkey()};
-  ibv_send_wr w{};
-  w.wr_id = kProbe;
-  w.sg_list = &g;
-  w.num_sge = 1;
-  w.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
-  w.send_flags = IBV_SEND_SIGNALED;
-  w.wr.rdma.remote_addr = table_addr_ + offset;
-  w.wr.rdma.rkey = table_rkey_;
-  ibv_send_wr* bad = nullptr;
-  if (ibv_post_send(conn_->qp->get(), &w, &bad) != 0) return IBV_WC_GENERAL_ERR;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (std::chrono::steady_clock::now() < deadline) {
-    ibv_wc wc{};
-    if (ibv_poll_cq(conn_->send_cq->get(), 1, &wc) == 1 && wc.wr_id == kProbe) return wc.status;
-  }
-  return IBV_WC_GENERAL_ERR;
+  return rdma::probe_table(conn_->qp->get(), conn_->send_cq->get(), local, conn_->table_buffer_mr->lkey(), write,
+                           table_addr_ + offset, table_rkey_, std::uint64_t{1} << 62);
 }
 
 void RcSubscriber::close() noexcept {

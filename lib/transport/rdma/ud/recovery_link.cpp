@@ -154,29 +154,12 @@ int RecoveryLink::poll() noexcept {
 }
 
 ibv_wc_status RecoveryLink::probe_table(bool write, std::uint64_t offset, Tick& out) {
-  // Tagged as a table READ numbered 0: should SendCompletions ever reap it, it changes nothing.
-  constexpr std::uint64_t kProbe = SendCompletions::kReadTag;
   if (!table_) return IBV_WC_GENERAL_ERR;
-  ibv_sge g{reinterpret_cast<std::uintptr_t>(staging_), write ? 8U : 64U, staging_mr_.lkey()};
-  ibv_send_wr w{};
-  w.wr_id = kProbe;
-  w.sg_list = &g;
-  w.num_sge = 1;
-  w.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
-  w.send_flags = IBV_SEND_SIGNALED;
-  w.wr.rdma.remote_addr = grant_.table_addr + offset;
-  w.wr.rdma.rkey = grant_.table_rkey;
-  ibv_send_wr* bad = nullptr;
-  if (ibv_post_send(qp_.get(), &w, &bad) != 0) return IBV_WC_GENERAL_ERR;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (std::chrono::steady_clock::now() < deadline) {
-    ibv_wc wc{};
-    if (ibv_poll_cq(cq_.get(), 1, &wc) == 1 && wc.wr_id == kProbe) {
-      if (wc.status == IBV_WC_SUCCESS && !write) std::memcpy(&out, staging_, sizeof out);
-      return wc.status;
-    }
-  }
-  return IBV_WC_GENERAL_ERR;
+  // Tagged as a table READ numbered 0: should SendCompletions ever reap it, it changes nothing.
+  const ibv_wc_status s = rdma::probe_table(qp_.get(), cq_.get(), staging_, staging_mr_.lkey(), write,
+                                            grant_.table_addr + offset, grant_.table_rkey, SendCompletions::kReadTag);
+  if (s == IBV_WC_SUCCESS && !write) std::memcpy(&out, staging_, sizeof out);
+  return s;
 }
 
 void RecoveryLink::check_events() {
