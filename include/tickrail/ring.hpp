@@ -48,20 +48,10 @@ inline std::uint64_t load_acquire(std::uint64_t& w) noexcept {
 inline void store_relaxed(std::uint64_t& w, std::uint64_t v) noexcept {
   std::atomic_ref<std::uint64_t>(w).store(v, std::memory_order_relaxed);
 }
-}  // namespace ring_detail
-
-// Writes `t` with sequence number `seq` into `slot` (CPU writer). When the slot may still be
-// read by a lapped reader (policies that overwrite), `may_be_read` first zeroes the commit word
-// so that a reader racing with the copy sees its re-check fail instead of a torn tick.
-inline void write_slot(Slot& slot, const Tick& t, std::uint64_t seq, std::uint64_t send_ts,
-                       bool may_be_read) noexcept {
-  using namespace ring_detail;
-  if (may_be_read) {
-    store_relaxed(slot.words[kSeqWord], 0);
-    std::atomic_thread_fence(std::memory_order_release);
-  }
-  // Word by word from the tick, spelled out: compilers do not unroll a loop of atomic stores
-  // (five instructions a word), nor keep a copy of the tick out of the stack.
+// Words 0 to 6 of `t` into `slot`, word 0 being `send_ts`; the caller stores the sequence word.
+// Spelled out: compilers do not unroll a loop of atomic stores (five instructions a word), nor
+// keep a copy of the tick out of the stack.
+inline void store_tick_words(Slot& slot, const Tick& t, std::uint64_t send_ts) noexcept {
   const auto* src = reinterpret_cast<const unsigned char*>(&t);
   const auto word = [src](unsigned i) noexcept {
     std::uint64_t v;
@@ -76,6 +66,20 @@ inline void write_slot(Slot& slot, const Tick& t, std::uint64_t seq, std::uint64
   store_relaxed(slot.words[4], word(4));
   store_relaxed(slot.words[5], word(5));
   store_relaxed(slot.words[6], word(6));
+}
+}  // namespace ring_detail
+
+// Writes `t` with sequence number `seq` into `slot` (CPU writer). When the slot may still be
+// read by a lapped reader (policies that overwrite), `may_be_read` first zeroes the commit word
+// so that a reader racing with the copy sees its re-check fail instead of a torn tick.
+inline void write_slot(Slot& slot, const Tick& t, std::uint64_t seq, std::uint64_t send_ts,
+                       bool may_be_read) noexcept {
+  using namespace ring_detail;
+  if (may_be_read) {
+    store_relaxed(slot.words[kSeqWord], 0);
+    std::atomic_thread_fence(std::memory_order_release);
+  }
+  store_tick_words(slot, t, send_ts);
   std::atomic_ref<std::uint64_t>(slot.words[kSeqWord]).store(seq, std::memory_order_release);
 }
 

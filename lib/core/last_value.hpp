@@ -92,21 +92,7 @@ class LastValueWriter {
     using namespace ring_detail;
     store_relaxed(e.words[kSeqWord], kEntryBusy);
     std::atomic_thread_fence(std::memory_order_release);
-    const auto* src = reinterpret_cast<const unsigned char*>(&t);
-    static_assert(offsetof(Tick, send_ts) == 0);
-    const auto word = [src](unsigned i) noexcept {
-      std::uint64_t v;
-      std::memcpy(&v, src + i * sizeof v, sizeof v);
-      return v;
-    };
-    // Spelled out, as write_slot does: a loop of atomic stores is not unrolled.
-    store_relaxed(e.words[0], send_ts);
-    store_relaxed(e.words[1], word(1));
-    store_relaxed(e.words[2], word(2));
-    store_relaxed(e.words[3], word(3));
-    store_relaxed(e.words[4], word(4));
-    store_relaxed(e.words[5], word(5));
-    store_relaxed(e.words[6], word(6));
+    store_tick_words(e, t, send_ts);
     std::atomic_ref<std::uint64_t>(e.words[kSeqWord]).store(seq, std::memory_order_release);
   }
 
