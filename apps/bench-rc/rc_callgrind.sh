@@ -31,7 +31,7 @@ export TICKRAIL_CLOCK=tsc
 ulimit -l unlimited
 rm -rf "$OUT" && mkdir -p "$OUT"
 # One output file per thread (-01 is the main thread: the polling and publishing one).
-VG="valgrind --tool=callgrind --separate-threads=yes --dump-instr=yes"
+VG=(valgrind --tool=callgrind --separate-threads=yes --dump-instr=yes)
 # Under valgrind a round trip takes milliseconds: generous timeouts.
 cat >"$OUT/pp.toml" <<T
 transport = "rc"
@@ -45,16 +45,16 @@ device = "$D"
 port = 7700
 polling = "cq"
 T
-taskset -c 1 $VG --callgrind-out-file="$OUT/tr-echo.out" "$JITTER" -c "$OUT/pp.toml" --mode echo \
+taskset -c 1 "${VG[@]}" --callgrind-out-file="$OUT/tr-echo.out" "$JITTER" -c "$OUT/pp.toml" --mode echo \
   >"$OUT/tr-echo.log" 2>&1 &
 sleep 5
-taskset -c 0 $VG --callgrind-out-file="$OUT/tr-ping.out" "$JITTER" -c "$OUT/pp.toml" --mode pingpong \
+taskset -c 0 "${VG[@]}" --callgrind-out-file="$OUT/tr-ping.out" "$JITTER" -c "$OUT/pp.toml" --mode pingpong \
   --count "$COUNT" --warmup 100 --quiet --json "$OUT/tr.json" >"$OUT/tr-ping.log" 2>&1
 wait
-taskset -c 1 $VG --callgrind-out-file="$OUT/imm-echo.out" "$IMM" -p 18600 -n "$COUNT" -w 100 -q 2 \
+taskset -c 1 "${VG[@]}" --callgrind-out-file="$OUT/imm-echo.out" "$IMM" -p 18600 -n "$COUNT" -w 100 -q 2 \
   >"$OUT/imm-echo.log" 2>&1 &
 sleep 5
-taskset -c 0 $VG --callgrind-out-file="$OUT/imm-ping.out" "$IMM" -p 18600 -n "$COUNT" -w 100 -q 2 "$A" \
+taskset -c 0 "${VG[@]}" --callgrind-out-file="$OUT/imm-ping.out" "$IMM" -p 18600 -n "$COUNT" -w 100 -q 2 "$A" \
   >"$OUT/imm-ping.log" 2>&1
 wait
 ok=1
