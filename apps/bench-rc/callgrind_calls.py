@@ -56,10 +56,19 @@ def parse(path, self_ir, call_ir, calls):
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__.strip())
-    pattern = re.compile(sys.argv[1])
+    try:
+        pattern = re.compile(sys.argv[1])
+    except re.error as e:
+        sys.exit(f"callgrind_calls.py: PATTERN '{sys.argv[1]}': {e}")
     self_ir, call_ir, calls = collections.Counter(), collections.Counter(), collections.Counter()
     for path in sys.argv[2:]:
-        parse(path, self_ir, call_ir, calls)
+        try:
+            with open(path, errors="replace") as f:
+                if not f.readline().startswith("# callgrind format"):
+                    sys.exit(f"callgrind_calls.py: {path}: not a callgrind out file")
+            parse(path, self_ir, call_ir, calls)
+        except (OSError, ValueError) as e:
+            sys.exit(f"callgrind_calls.py: {path}: {e}")
     rows = sorted(((self_ir[f] + call_ir[f], f) for f in set(self_ir) | set(calls) if pattern.search(f)),
                   reverse=True)
     print(f"{'inclusive':>12} {'self':>11} {'calls':>9} {'incl/call':>9}  function")
