@@ -31,17 +31,21 @@ enum class SubscriberState : std::uint8_t {
 namespace detail {
 class SubscriberTransport;
 
-// A non-owning, non-allocating reference to a callable, for transports polled out of line.
+// A non-owning, non-allocating reference to a callable (const or not), for transports polled
+// out of line.
 class TICKRAIL_API TickSink {
  public:
   template <class F>
   explicit TickSink(F& f) noexcept
-      : obj_(&f), call_([](void* o, const Tick& t) { (*static_cast<F*>(o))(t); }) {}
+      : obj_(&f), call_([](const void* o, const Tick& t) {
+          // F carries the callable's own constness: a mutable one is called as such.
+          (*static_cast<F*>(const_cast<void*>(o)))(t);
+        }) {}
   void operator()(const Tick& t) const { call_(obj_, t); }
 
  private:
-  void* obj_;
-  void (*call_)(void*, const Tick&);
+  const void* obj_;
+  void (*call_)(const void*, const Tick&);
 };
 // Whether a reader that returns its credit only now and then (RC), and owes some, should
 // return it now: its stream has paused, its position unmoved for `wait` clock cycles (1 ms by

@@ -93,6 +93,24 @@ TEST_CASE("subscriberReceivesEveryTickInOrderWithPayload") {
   CHECK(sub.counters().lost == 0);
 }
 
+// A handler held const (a const lambda, or a const reference to a function object) is taken as
+// a non-const one is, on every transport's path: this file does not compile otherwise.
+TEST_CASE("pollTakesAConstHandler") {
+  const auto ch = unique_channel("consthandler");
+  Publisher pub(pub_config(ch));
+  Subscriber sub(sub_config(ch));
+  REQUIRE(wait_for_subscribers(pub, 1));
+  REQUIRE(sub.wait_active(1s));
+  const std::uint64_t first = pub.next_sequence();
+  for (std::uint64_t i = 0; i < 5; ++i) REQUIRE(pub.publish(payload(i)).ok());
+  std::vector<std::uint64_t> seqs;
+  const auto handler = [&seqs](const Tick& t) { seqs.push_back(t.seq); };
+  std::size_t got = 0;
+  for (int i = 0; i < 100 && got < 5; ++i) got += sub.poll(handler, 2);
+  REQUIRE(got == 5);
+  CHECK(seqs == std::vector<std::uint64_t>{first, first + 1, first + 2, first + 3, first + 4});
+}
+
 TEST_CASE("publishWithNoSubscribersSequencesAndSaysSo") {
   const auto ch = unique_channel("nosub");
   Publisher pub(pub_config(ch));
