@@ -395,23 +395,7 @@ std::string cpu_model() {
   return "unknown";
 }
 
-// A channel and its subscriber, served until active (throws Error naming `what` otherwise).
-struct Channel {
-  Publisher pub;
-  Subscriber sub;
-  Channel(const PublisherConfig& pc, const std::string& what) : pub(pc), sub(subscriber_for(pc)) {
-    (void)pub.wait_subscribers(1, std::chrono::seconds(1));
-    if (!sub.wait_active(std::chrono::seconds(5))) {
-      throw Error(Errc::timed_out, "the " + what + " never became active");
-    }
-  }
-  static SubscriberConfig subscriber_for(const PublisherConfig& pc) {
-    SubscriberConfig sc;
-    sc.channel = pc.channel;
-    sc.stats = pc.stats;
-    return sc;
-  }
-};
+using bench::Channel;
 
 // The channels every round uses: `main` as --stats says, `off` (--stats both) with counters
 // off, `unstamped` for throughput (spsc_queue carries an unstamped tick, so the headline

@@ -3,13 +3,18 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "tickrail/affinity.hpp"
 #include "tickrail/clock.hpp"
+#include "tickrail/error.hpp"
 #include "tickrail/idle.hpp"
+#include "tickrail/publisher.hpp"
+#include "tickrail/subscriber.hpp"
 
 namespace tickrail::bench {
 
@@ -27,6 +32,25 @@ void on_two_cores(int receiver_cpu, Send&& send, Receive&& receive) {
   send();
   r.join();
 }
+
+// A channel and its subscriber, in this process, served until active (throws Error naming `what`
+// otherwise).
+struct Channel {
+  Publisher pub;
+  Subscriber sub;
+  Channel(const PublisherConfig& pc, const std::string& what) : pub(pc), sub(subscriber_for(pc)) {
+    (void)pub.wait_subscribers(1, std::chrono::seconds(1));
+    if (!sub.wait_active(std::chrono::seconds(5))) {
+      throw Error(Errc::timed_out, "the " + what + " never became active");
+    }
+  }
+  static SubscriberConfig subscriber_for(const PublisherConfig& pc) {
+    SubscriberConfig sc;
+    sc.channel = pc.channel;
+    sc.stats = pc.stats;
+    return sc;
+  }
+};
 
 inline void spin_until(std::uint64_t t) {
   while (Clock::now() < t) cpu_relax();

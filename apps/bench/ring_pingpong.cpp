@@ -1,0 +1,360 @@
+// Ping-pong RTT/2 and one-way latency of tickrail against its own ring protocol and the
+// cache-line floor, over many code and memory layouts (issue 17):
+//
+//   floor           a cache-line ping-pong between the two threads (two lines, 128 bytes apart)
+//   ring            write_slot and RingReader (ring.hpp) alone: a tick out on one ring and back
+//                   on another, each credit in a line of its own; no Publisher, no Subscriber
+//   tickrail        Publisher and Subscriber over shared memory: two unstamped channels
+//   ring 1-way      the ring alone, one way: ticks 2 us apart, stamped on send, timed on receipt
+//   tickrail 1-way  tickrail over shared memory, the same
+//
+// The same source can run in two modes on this kind of VM (BENCHMARKS.md, #17, session 19): one
+// binary's ping-pong settles near one figure, another's, built from the same loop placed
+// elsewhere, near a figure a third higher, and a pair of lines' figure moves with where the
+// lines lie. So each contender runs once per code shift (the timed loop, pinging or receiving,
+// moved by 0 to 56 bytes of NOPs: kShifts copies of it) on memory allocated afresh for every run,
+// and a round's figure is the median over its runs. Contenders and shifts take turns by round.
+// Not installed.
+//
+//   ring_pingpong [--rounds N] [--samples N] [--sender-cpu C] [--receiver-cpu C] [--stats on|off]
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "rounds.hpp"
+#include "tickrail/affinity.hpp"
+#include "tickrail/error.hpp"
+#include "tickrail/log.hpp"
+#include "tickrail/publisher.hpp"
+#include "tickrail/ring.hpp"
+#include "tickrail/subscriber.hpp"
+
+using namespace tickrail;
+using bench::Channel;
+using bench::median_of;
+using bench::on_two_cores;
+
+namespace {
+
+struct Options {
+  int rounds = 6;
+  std::uint64_t samples = 20'000;
+  int sender_cpu = 0;
+  int receiver_cpu = 1;
+  std::string stats = "off";
+};
+
+// Two lines apart: the adjacent-line prefetcher fetches 128-byte pairs.
+struct alignas(2 * kCacheLine) Line {
+  std::atomic<std::uint64_t> v{0};
+};
+
+constexpr std::uint64_t kRing = 4096;  // slots, as tickrail-bench's channels
+constexpr int kShifts = 8;             // code shifts of 0, 8, .. 56 bytes
+
+// K bytes of NOPs jumped over: moves the code after it by K bytes.
+template <int K>
+inline void shift_code() noexcept {
+#if defined(__x86_64__)
+  if constexpr (K > 0) asm volatile("jmp 1f\n\t.skip %c0, 0x90\n1:" ::"i"(K));
+#endif
+}
+
+// The pinging loop, one copy per shift: `step(i)` sends tick i and spins until it is back.
+// Returns RTT/2 p50, ns.
+template <int K, class Step>
+[[gnu::noinline]] double ping_loop(const Options& o, Step& step) {
+  const Clock& clk = Clock::instance();
+  std::vector<std::uint64_t> half;
+  half.reserve(o.samples);
+  for (std::uint64_t i = 1; i <= o.samples; ++i) {
+    const std::uint64_t t0 = Clock::now();
+    shift_code<K>();
+    step(i);
+    half.push_back(static_cast<std::uint64_t>(clk.to_ns(Clock::now() - t0) / 2.0));
+  }
+  return median_of(half);
+}
+
+template <class Step, int... K>
+constexpr auto ping_loops(std::integer_sequence<int, K...>) {
+  return std::array<double (*)(const Options&, Step&), sizeof...(K)>{&ping_loop<K * 8, Step>...};
+}
+
+template <class Step, class Echo>
+double one_run(const Options& o, int shift, Step& step, Echo&& echo) {
+  static constexpr auto loops = ping_loops<Step>(std::make_integer_sequence<int, kShifts>{});
+  double p50 = 0;
+  on_two_cores(o.receiver_cpu, [&] { p50 = loops[static_cast<std::size_t>(shift)](o, step); }, echo);
+  return p50;
+}
+
+double floor_run(const Options& o, int shift) {
+  const auto lines = std::make_unique<Line[]>(2);
+  Line& ping = lines[0];
+  Line& pong = lines[1];
+  auto step = [&](std::uint64_t i) {
+    ping.v.store(i, std::memory_order_release);
+    while (pong.v.load(std::memory_order_acquire) != i) cpu_relax();
+  };
+  return one_run(o, shift, step, [&] {
+    for (std::uint64_t i = 1; i <= o.samples; ++i) {
+      while (ping.v.load(std::memory_order_acquire) != i) cpu_relax();
+      pong.v.store(i, std::memory_order_release);
+    }
+  });
+}
+
+double ring_run(const Options& o, int shift) {
+  const auto out = std::make_unique<Slot[]>(kRing);  // value-initialised: every slot unwritten
+  const auto back = std::make_unique<Slot[]>(kRing);
+  const auto credits = std::make_unique<Line[]>(2);
+  RingReader from_back(back.get(), kRing, 1, &credits[0].v);
+  Tick t{};
+  auto step = [&](std::uint64_t i) {
+    t.order_ref = i;
+    write_slot(out[i & (kRing - 1)], t, i, 0, false);
+    bool answered = false;
+    while (!answered) {
+      if (from_back.poll([&](const Tick& r) { answered = r.order_ref == i; }, 1) == 0) cpu_relax();
+    }
+  };
+  return one_run(o, shift, step, [&] {
+    RingReader from_out(out.get(), kRing, 1, &credits[1].v);
+    std::uint64_t seq = 1;
+    for (std::uint64_t got = 0; got < o.samples;) {
+      const std::size_t n = from_out.poll(
+          [&](const Tick& r) {
+            write_slot(back[seq & (kRing - 1)], r, seq, r.send_ts, false);
+            ++seq;
+          },
+          1);
+      if (n == 0) cpu_relax();
+      got += n;
+    }
+  });
+}
+
+double tickrail_run(const Options& o, int shift) {
+  static int runs = 0;
+  PublisherConfig pc;
+  pc.channel = "ringpp-" + std::to_string(::getpid()) + "-" + std::to_string(runs++);
+  pc.max_subscribers = 1;
+  pc.ring_capacity = kRing;
+  pc.stamp_send_time = false;
+  pc.stats = o.stats == "on";
+  Channel out(pc, "subscriber of " + pc.channel);
+  pc.channel += "-back";
+  Channel back(pc, "subscriber of " + pc.channel);
+  Tick t{};
+  auto step = [&](std::uint64_t i) {
+    t.order_ref = i;
+    while (out.pub.publish(t).status == PublishStatus::back_pressured) cpu_relax();
+    bool answered = false;
+    while (!answered) {
+      if (back.sub.poll([&](const Tick& r) { answered = r.order_ref == i; }, 1) == 0) cpu_relax();
+    }
+  };
+  return one_run(o, shift, step, [&] {
+    for (std::uint64_t got = 0; got < o.samples;) {
+      const std::size_t n = out.sub.poll(
+          [&](const Tick& r) {
+            while (back.pub.publish(r).status == PublishStatus::back_pressured) cpu_relax();
+          },
+          1);
+      if (n == 0) cpu_relax();
+      got += n;
+    }
+  });
+}
+
+// One way: the sender publishes tick i stamped, every gap_ns; the receiving loop, one copy per
+// shift, spins on `poll(handler)` and records now - send_ts. Returns its p50, ns.
+constexpr double kGapNs = 2000;
+
+template <int K, class Poll>
+[[gnu::noinline]] double receive_loop(const Options& o, Poll& poll) {
+  const Clock& clk = Clock::instance();
+  std::vector<std::uint64_t> lat;
+  lat.reserve(o.samples);
+  auto record = [&](const Tick& t) {
+    lat.push_back(static_cast<std::uint64_t>(clk.to_ns(Clock::now() - t.send_ts)));
+  };
+  while (lat.size() < o.samples) {
+    shift_code<K>();
+    if (poll(record) == 0) cpu_relax();
+  }
+  return median_of(lat);
+}
+
+template <class Poll, int... K>
+constexpr auto receive_loops(std::integer_sequence<int, K...>) {
+  return std::array<double (*)(const Options&, Poll&), sizeof...(K)>{&receive_loop<K * 8, Poll>...};
+}
+
+template <class Send, class Poll>
+double one_way_run(const Options& o, int shift, Send&& send, Poll& poll) {
+  static constexpr auto loops = receive_loops<Poll>(std::make_integer_sequence<int, kShifts>{});
+  double p50 = 0;
+  const std::uint64_t gap = Clock::instance().ns_to_cycles(kGapNs);
+  on_two_cores(
+      o.receiver_cpu,
+      [&] {
+        std::uint64_t next = Clock::now() + gap;
+        for (std::uint64_t i = 1; i <= o.samples; ++i) {
+          bench::spin_until(next);
+          next += gap;
+          send(i);
+        }
+      },
+      [&] { p50 = loops[static_cast<std::size_t>(shift)](o, poll); });
+  return p50;
+}
+
+double ring_one_way_run(const Options& o, int shift) {
+  const auto ring = std::make_unique<Slot[]>(kRing);
+  const auto credit = std::make_unique<Line[]>(1);
+  RingReader reader(ring.get(), kRing, 1, &credit[0].v);
+  const Tick blank{};
+  auto poll = [&](auto& handler) { return reader.poll(handler, 256); };
+  return one_way_run(
+      o, shift, [&](std::uint64_t i) { write_slot(ring[i & (kRing - 1)], blank, i, Clock::now(), false); },
+      poll);
+}
+
+double tickrail_one_way_run(const Options& o, int shift) {
+  static int runs = 0;
+  PublisherConfig pc;
+  pc.channel = "ringow-" + std::to_string(::getpid()) + "-" + std::to_string(runs++);
+  pc.max_subscribers = 1;
+  pc.ring_capacity = kRing;
+  pc.stats = o.stats == "on";
+  Channel ch(pc, "subscriber of " + pc.channel);
+  const Tick blank{};
+  auto poll = [&](auto& handler) { return ch.sub.poll(handler, 256); };
+  return one_way_run(
+      o, shift,
+      [&](std::uint64_t) {
+        while (ch.pub.publish(blank).status == PublishStatus::back_pressured) cpu_relax();
+      },
+      poll);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : (v[(v.size() - 1) / 2] + v[v.size() / 2]) / 2;
+}
+
+constexpr const char* kNames[] = {"floor", "ring", "tickrail", "ring 1-way", "tickrail 1-way"};
+constexpr double (*kRuns[])(const Options&, int) = {&floor_run, &ring_run, &tickrail_run, &ring_one_way_run,
+                                                     &tickrail_one_way_run};
+constexpr int kContenders = 5;
+
+void print_runs(const char* name, const std::vector<double>& runs) {
+  std::printf("    %-14s", name);
+  for (const double p : runs) std::printf(" %4.0f", p);
+  std::printf("  | median %5.1f\n", median(runs));
+}
+
+int run(const Options& o) {
+  const std::vector<int> allowed = allowed_cpus();
+  if (std::find(allowed.begin(), allowed.end(), o.receiver_cpu) == allowed.end()) {
+    std::fprintf(stderr, "ring_pingpong: --receiver-cpu %d: not a cpu this process may run on (%s)\n",
+                 o.receiver_cpu, format_cpu_list(allowed).c_str());
+    return 1;
+  }
+  if (const PinResult p = pin_current_thread(o.sender_cpu); !p.ok) {
+    std::fprintf(stderr, "ring_pingpong: --sender-cpu %d: %s\n", o.sender_cpu, p.message.c_str());
+    return 1;
+  }
+  std::printf("ring_pingpong: sender cpu %d, receiver cpu %d; p50 in ns of %llu round trips (RTT/2) "
+              "or ticks (one way) per run, one run per code shift (0..%d bytes), fresh memory each; "
+              "tickrail's live counters %s\n",
+              o.sender_cpu, o.receiver_cpu, static_cast<unsigned long long>(o.samples), 8 * (kShifts - 1),
+              o.stats.c_str());
+  std::vector<double> all[kContenders];
+  std::vector<double> ring_floor, lib_floor, lib_ring, ring1_floor, lib1_floor, lib1_ring1;
+  for (int r = 0; r < o.rounds; ++r) {
+    std::vector<double> runs[kContenders];
+    for (int k = 0; k < kShifts; ++k) {
+      const int shift = (k + r) % kShifts;
+      for (int j = 0; j < kContenders; ++j) {
+        const int c = (j + r + k) % kContenders;  // each contender first in turn
+        runs[c].push_back(kRuns[c](o, shift));
+      }
+    }
+    std::printf("  round %d (runs in shift order from %d bytes):\n", r + 1, 8 * (r % kShifts));
+    double m[kContenders];
+    for (int c = 0; c < kContenders; ++c) {
+      print_runs(kNames[c], runs[c]);
+      m[c] = median(runs[c]);
+      all[c].insert(all[c].end(), runs[c].begin(), runs[c].end());
+    }
+    ring_floor.push_back(m[1] / m[0]);
+    lib_floor.push_back(m[2] / m[0]);
+    lib_ring.push_back(m[2] / m[1]);
+    ring1_floor.push_back(m[3] / m[0]);
+    lib1_floor.push_back(m[4] / m[0]);
+    lib1_ring1.push_back(m[4] / m[3]);
+  }
+  std::printf("over all runs (min / median / max, ns):");
+  for (int c = 0; c < kContenders; ++c) {
+    const auto [lo, hi] = std::minmax_element(all[c].begin(), all[c].end());
+    std::printf(" %s %.0f / %.1f / %.0f;", kNames[c], *lo, median(all[c]), *hi);
+  }
+  std::printf("\nmedians of per-round ratios of the rounds' medians:\n"
+              "  ping-pong RTT/2: ring/floor %.3f, tickrail/floor %.3f, tickrail/ring %.3f\n"
+              "  one way:         ring/floor %.3f, tickrail/floor %.3f, tickrail/ring %.3f\n",
+              median(ring_floor), median(lib_floor), median(lib_ring), median(ring1_floor),
+              median(lib1_floor), median(lib1_ring1));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"ping-pong RTT/2 and one-way latency over code and memory layouts: the cache-line "
+               "floor, the ring protocol alone, and tickrail over shm"};
+  app.add_option("--rounds", o.rounds, "rounds (each: every contender once per code shift)")
+      ->check(CLI::Range(1, 10000));
+  app.add_option("--samples", o.samples, "round trips (one way: ticks) per run")
+      ->check(CLI::Range(std::uint64_t{100}, std::uint64_t{100'000'000}));
+  app.add_option("--sender-cpu", o.sender_cpu, "core of the pinging thread")->check(CLI::Range(0, 4095));
+  app.add_option("--receiver-cpu", o.receiver_cpu, "core of the echoing thread")->check(CLI::Range(0, 4095));
+  app.add_option("--stats", o.stats, "tickrail's live counters: on or off")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  app.set_version_flag("--version", "ring_pingpong (tickrail)");
+  app.footer("Exit status: 0 ok; 1 the run failed (pinning, shared memory); 2 bad command line.");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  if (o.sender_cpu == o.receiver_cpu) {
+    std::fprintf(stderr, "ring_pingpong: --sender-cpu and --receiver-cpu are both %d; two cores are needed\n",
+                 o.sender_cpu);
+    return 2;
+  }
+  // Two channels a run: their "publisher: channel ..." lines would bury the figures (TICKRAIL_LOG
+  // still decides when set).
+  if (std::getenv("TICKRAIL_LOG") == nullptr) set_log_level(LogLevel::warn);
+  try {
+    return run(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ring_pingpong: %s\n", e.what());
+    return 1;
+  }
+}
