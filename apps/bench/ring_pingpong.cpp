@@ -32,6 +32,7 @@
 #include <CLI/CLI.hpp>
 
 #include "rounds.hpp"
+#include "state_bench.hpp"
 #include "tickrail/affinity.hpp"
 #include "tickrail/error.hpp"
 #include "tickrail/log.hpp"
@@ -41,6 +42,7 @@
 
 using namespace tickrail;
 using bench::Channel;
+using bench::median;
 using bench::median_of;
 using bench::on_two_cores;
 
@@ -145,14 +147,20 @@ double ring_run(const Options& o, int shift) {
   });
 }
 
-double tickrail_run(const Options& o, int shift) {
+// A channel of its own for each run, one subscriber, a ring as tickrail-bench's.
+PublisherConfig run_config(const Options& o, bool stamp) {
   static int runs = 0;
   PublisherConfig pc;
   pc.channel = "ringpp-" + std::to_string(::getpid()) + "-" + std::to_string(runs++);
   pc.max_subscribers = 1;
   pc.ring_capacity = kRing;
-  pc.stamp_send_time = false;
+  pc.stamp_send_time = stamp;
   pc.stats = o.stats == "on";
+  return pc;
+}
+
+double tickrail_run(const Options& o, int shift) {
+  PublisherConfig pc = run_config(o, false);
   Channel out(pc, "subscriber of " + pc.channel);
   pc.channel += "-back";
   Channel back(pc, "subscriber of " + pc.channel);
@@ -233,12 +241,7 @@ double ring_one_way_run(const Options& o, int shift) {
 }
 
 double tickrail_one_way_run(const Options& o, int shift) {
-  static int runs = 0;
-  PublisherConfig pc;
-  pc.channel = "ringow-" + std::to_string(::getpid()) + "-" + std::to_string(runs++);
-  pc.max_subscribers = 1;
-  pc.ring_capacity = kRing;
-  pc.stats = o.stats == "on";
+  const PublisherConfig pc = run_config(o, true);
   Channel ch(pc, "subscriber of " + pc.channel);
   const Tick blank{};
   auto poll = [&](auto& handler) { return ch.sub.poll(handler, 256); };
@@ -248,11 +251,6 @@ double tickrail_one_way_run(const Options& o, int shift) {
         while (ch.pub.publish(blank).status == PublishStatus::back_pressured) cpu_relax();
       },
       poll);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : (v[(v.size() - 1) / 2] + v[v.size() / 2]) / 2;
 }
 
 constexpr const char* kNames[] = {"floor", "ring", "tickrail", "ring 1-way", "tickrail 1-way"};
