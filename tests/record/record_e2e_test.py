@@ -87,6 +87,8 @@ def main():
     rdma = transport != "shm"
     tag = f"rec-e2e-{transport}-{os.getpid()}"
     with tempfile.TemporaryDirectory() as d:
+        # The counters files go with the directory, the kill -9'd recorder's too.
+        os.environ["TICKRAIL_STAT_DIR"] = d
         common = ["--transport", transport]
         if rdma:
             cfg = os.path.join(d, "rig.toml")

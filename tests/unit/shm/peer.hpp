@@ -12,14 +12,22 @@
 #include <string>
 #include <vector>
 
+#include "shm_test_util.hpp"
+#include "transport/shm/segment.hpp"
+
 namespace tickrail::test {
 
 // Starts the peer program with a pipe on its stdout and waits (bounded) for its "ready".
+// Killed, it leaves nothing in /dev/shm: its counters file goes with kill9(), and the socket of
+// a channel it published when the Peer goes (not at kill9(): a test may show that a new
+// publisher replaces a dead one's socket).
 struct Peer {
   pid_t pid = -1;
   int out = -1;
+  std::string published;  // the channel of a "pub" or "stream" peer
 
   Peer(std::initializer_list<std::string> args) {
+    if (args.size() >= 2 && (*args.begin() == "pub" || *args.begin() == "stream")) published = *(args.begin() + 1);
     const char* exe = std::getenv("TICKRAIL_SHM_PEER");
     REQUIRE(exe != nullptr);
     int fds[2];
@@ -45,11 +53,13 @@ struct Peer {
   void kill9() {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
+    remove_counters_file(pid);
     pid = -1;
   }
   ~Peer() {
     if (pid > 0) kill9();
     if (out >= 0) ::close(out);
+    if (!published.empty()) ::unlink(shm::channel_path("/dev/shm", published).c_str());
   }
 };
 

@@ -392,7 +392,8 @@ TEST_CASE("aChannelOfAnotherUserIsNotTrusted") {
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
   ::close(fds[0]);
-  ::unlink(("/dev/shm/tickrail." + ch).c_str());  // a killed publisher leaves its name
+  ::unlink(shm::channel_path("/dev/shm", ch).c_str());  // a killed publisher leaves its name
+  remove_counters_file(pid);                           // and its counters
 }
 
 TEST_CASE("anotherUserMaySubscribeOnlyWhenAllowed") {

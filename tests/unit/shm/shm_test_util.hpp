@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "core/stats.hpp"
 #include "tickrail/publisher.hpp"
 #include "tickrail/subscriber.hpp"
 
@@ -18,6 +19,10 @@ inline std::string unique_channel(const std::string& base) {
   static std::atomic<int> n{0};
   return "test-" + base + "-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
 }
+
+// A process killed on purpose leaves its counters file behind (kept for tickrail-stat, which
+// shows a dead process's last counters until --remove-dead): the tests remove their own.
+inline void remove_counters_file(pid_t pid) { ::unlink(stats::stat_path(stats::stat_dir(), pid).c_str()); }
 
 // Serves `pub` until it serves exactly `want` subscribers (activation and reclaiming happen on
 // the publishing thread), bounded by `timeout`.
