@@ -41,8 +41,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <thread>
 #include <linux/perf_event.h>
@@ -54,6 +56,7 @@
 #include "tickrail/affinity.hpp"
 #include "tickrail/clock.hpp"
 #include "tickrail/error.hpp"
+#include "tickrail/log.hpp"
 #include "tickrail/tools/histogram.hpp"
 #include "tickrail/publisher.hpp"
 #include "tickrail/tools/report.hpp"
@@ -75,6 +78,7 @@ struct Options {
   std::uint64_t slow_ns = 100;  // the slow receiver's work per tick
   bench::StateOptions state;
   bool failover = false;  // --failover: one line against two (failover_bench.hpp) instead
+  int layouts = bench::kShifts;  // code layouts each latency contender runs in, per round
 };
 
 template <class Send, class Receive>
@@ -117,67 +121,49 @@ class InstructionCounter {
   int fd_ = -1;
 };
 
-// ---- floor ---------------------------------------------------------------------------------
-double floor_round(const Options& o, Histogram& h) {
-  Line ping, pong;
-  const Clock& clk = Clock::instance();
-  std::vector<std::uint64_t> round_samples;
-  round_samples.reserve(o.samples);
-  on_two_cores(
-      o,
-      [&] {
-        for (std::uint64_t i = 1; i <= o.samples; ++i) {
-          const std::uint64_t t0 = Clock::now();
-          ping.v.store(i, std::memory_order_release);
-          while (pong.v.load(std::memory_order_acquire) != i) cpu_relax();
-          const std::uint64_t rtt = Clock::now() - t0;
-          const auto half = static_cast<std::uint64_t>(clk.to_ns(rtt) / 2.0);
-          h.record(half);
-          round_samples.push_back(half);
-        }
-      },
-      [&] {
-        for (std::uint64_t i = 1; i <= o.samples; ++i) {
-          while (ping.v.load(std::memory_order_acquire) != i) cpu_relax();
-          pong.v.store(i, std::memory_order_release);
-        }
-      });
-  return median_of(round_samples);
+// ---- latency runs ----------------------------------------------------------------------------
+// Each runs one contender once, its timed loop the copy of code shift `shift` (rounds.hpp), on
+// the memory it is given, records its samples in `h` and returns their p50.
+double recorded(std::vector<std::uint64_t>& samples, Histogram& h) {
+  for (const std::uint64_t v : samples) h.record(v);
+  return median_of(samples);
+}
+
+// The floor: half the round trip of a cache-line ping-pong between the two threads.
+double floor_run(const Options& o, int shift, std::uint64_t samples, Line* lines, Histogram& h) {
+  Line& ping = lines[0];
+  Line& pong = lines[1];
+  auto step = [&](std::uint64_t i) {
+    ping.v.store(i, std::memory_order_release);
+    while (pong.v.load(std::memory_order_acquire) != i) cpu_relax();
+  };
+  std::vector<std::uint64_t> half = bench::ping_pong(o.receiver_cpu, shift, samples, step, [&] {
+    for (std::uint64_t i = 1; i <= samples; ++i) {
+      while (ping.v.load(std::memory_order_acquire) != i) cpu_relax();
+      pong.v.store(i, std::memory_order_release);
+    }
+  });
+  return recorded(half, h);
 }
 
 // ---- spsc_queue ----------------------------------------------------------------------------
-double spsc_latency_round(const Options& o, boost::lockfree::spsc_queue<Tick>& q, Histogram& h) {
-  const Clock& clk = Clock::instance();
-  const std::uint64_t gap = clk.ns_to_cycles(static_cast<double>(o.gap_ns));
-  std::vector<std::uint64_t> lat;
-  lat.reserve(o.samples);
-  on_two_cores(
-      o,
-      [&] {
-        std::uint64_t next = Clock::now() + gap;
-        Tick t{};
-        for (std::uint64_t i = 1; i <= o.samples; ++i) {
-          spin_until(next);
-          next += gap;
-          t.seq = i;
-          t.send_ts = Clock::now();
-          while (!q.push(t)) cpu_relax();
-        }
-      },
-      [&] {
-        Tick t;
-        for (std::uint64_t got = 0; got < o.samples;) {
-          if (q.pop(t)) {
-            const auto ns = static_cast<std::uint64_t>(clk.to_ns(Clock::now() - t.send_ts));
-            h.record(ns);
-            lat.push_back(ns);
-            ++got;
-          } else {
-            cpu_relax();
-          }
-        }
-      });
-  return median_of(lat);
+double spsc_run(const Options& o, int shift, std::uint64_t samples, boost::lockfree::spsc_queue<Tick>& q,
+                Histogram& h) {
+  Tick t{};
+  auto send = [&](std::uint64_t i) {
+    t.seq = i;
+    t.send_ts = Clock::now();
+    while (!q.push(t)) cpu_relax();
+  };
+  auto poll = [&](auto& handler) -> std::size_t {
+    Tick r;
+    if (!q.pop(r)) return 0;
+    handler(r);
+    return 1;
+  };
+  std::vector<std::uint64_t> lat =
+      bench::one_way(o.receiver_cpu, shift, samples, static_cast<double>(o.gap_ns), send, poll);
+  return recorded(lat, h);
 }
 
 double spsc_throughput_round(const Options& o, boost::lockfree::spsc_queue<Tick>& q) {
@@ -210,37 +196,18 @@ double spsc_throughput_round(const Options& o, boost::lockfree::spsc_queue<Tick>
 }
 
 // ---- tickrail shm --------------------------------------------------------------------------
-// `mix`: the ticks to publish (the table's contenders), else the same blank tick every time.
-double tickrail_latency_round(const Options& o, Publisher& pub, Subscriber& sub, Histogram& h,
-                              bench::TickMix* mix = nullptr) {
-  const Clock& clk = Clock::instance();
-  const std::uint64_t gap = clk.ns_to_cycles(static_cast<double>(o.gap_ns));
-  std::vector<std::uint64_t> lat;
-  lat.reserve(o.samples);
-  on_two_cores(
-      o,
-      [&] {
-        std::uint64_t next = Clock::now() + gap;
-        const Tick blank{};
-        for (std::uint64_t i = 1; i <= o.samples; ++i) {
-          const Tick& t = mix != nullptr ? mix->next() : blank;
-          spin_until(next);
-          next += gap;
-          while (pub.publish(t).status == PublishStatus::back_pressured) cpu_relax();
-        }
-      },
-      [&] {
-        for (std::uint64_t got = 0; got < o.samples;) {
-          const std::size_t n = sub.poll([&](const Tick& t) {
-            const auto ns = static_cast<std::uint64_t>(clk.to_ns(Clock::now() - t.send_ts));
-            h.record(ns);
-            lat.push_back(ns);
-          });
-          if (n == 0) cpu_relax();
-          got += n;
-        }
-      });
-  return median_of(lat);
+// One way. `mix`: the ticks to publish (the table's contenders), else the same blank tick.
+double tickrail_run(const Options& o, int shift, std::uint64_t samples, Publisher& pub, Subscriber& sub,
+                    Histogram& h, bench::TickMix* mix = nullptr) {
+  const Tick blank{};
+  auto send = [&](std::uint64_t) {
+    const Tick& t = mix != nullptr ? mix->next() : blank;
+    while (pub.publish(t).status == PublishStatus::back_pressured) cpu_relax();
+  };
+  auto poll = [&](auto& handler) { return sub.poll(handler); };
+  std::vector<std::uint64_t> lat =
+      bench::one_way(o.receiver_cpu, shift, samples, static_cast<double>(o.gap_ns), send, poll);
+  return recorded(lat, h);
 }
 
 double tickrail_throughput_round(const Options& o, Publisher& pub, Subscriber& sub,
@@ -290,40 +257,29 @@ double tickrail_instructions_per_tick(Publisher& pub, Subscriber& sub) {
 }
 
 // RTT/2 of a tick sent on `out` and echoed back on `back` by the other core.
-double tickrail_pingpong_round(const Options& o, Publisher& out, Subscriber& out_sub,
-                               Publisher& back, Subscriber& back_sub, Histogram& h) {
-  const Clock& clk = Clock::instance();
-  std::vector<std::uint64_t> half;
-  half.reserve(o.samples);
-  on_two_cores(
-      o,
-      [&] {
-        Tick t{};
-        for (std::uint64_t i = 1; i <= o.samples; ++i) {
-          t.order_ref = i;
-          bool answered = false;
-          const std::uint64_t t0 = Clock::now();
-          while (out.publish(t).status == PublishStatus::back_pressured) cpu_relax();
-          while (!answered) {
-            if (back_sub.poll([&](const Tick& r) { answered = r.order_ref == i; }, 1) == 0) {
-              cpu_relax();
-            }
-          }
-          const auto ns = static_cast<std::uint64_t>(clk.to_ns(Clock::now() - t0) / 2.0);
-          h.record(ns);
-          half.push_back(ns);
-        }
-      },
-      [&] {
-        for (std::uint64_t got = 0; got < o.samples;) {
-          const std::size_t n = out_sub.poll([&](const Tick& r) {
-            while (back.publish(r).status == PublishStatus::back_pressured) cpu_relax();
-          }, 1);
-          if (n == 0) cpu_relax();
-          got += n;
-        }
-      });
-  return median_of(half);
+double pingpong_run(const Options& o, int shift, std::uint64_t samples, bench::Channel& out, bench::Channel& back,
+                    Histogram& h) {
+  Tick t{};
+  auto step = [&](std::uint64_t i) {
+    t.order_ref = i;
+    while (out.pub.publish(t).status == PublishStatus::back_pressured) cpu_relax();
+    bool answered = false;
+    while (!answered) {
+      if (back.sub.poll([&](const Tick& r) { answered = r.order_ref == i; }, 1) == 0) cpu_relax();
+    }
+  };
+  std::vector<std::uint64_t> half = bench::ping_pong(o.receiver_cpu, shift, samples, step, [&] {
+    for (std::uint64_t got = 0; got < samples;) {
+      const std::size_t n = out.sub.poll(
+          [&](const Tick& r) {
+            while (back.pub.publish(r).status == PublishStatus::back_pressured) cpu_relax();
+          },
+          1);
+      if (n == 0) cpu_relax();
+      got += n;
+    }
+  });
+  return recorded(half, h);
 }
 
 // The receiver spends `slow_ns` on each tick: ticks/s delivered, and the ticks the publisher
@@ -402,8 +358,10 @@ using bench::Channel;
 // tickrail figure comes from a channel that does not stamp send times either: the stamp's
 // LFENCE;RDTSC costs more than moving the tick; the stamped rate is printed too). --state on
 // or both puts the table on `main`, `off` and `unstamped`; both adds their twins without it.
+// The latency rounds over layouts make a channel of `config` or `pingpong` for each run.
 struct Channels {
   PublisherConfig config;
+  PublisherConfig pingpong;  // unstamped, no table
   std::optional<Channel> main, off, unstamped;
   std::optional<Channel> state_off, unstamped_state_off;  // --state both: no table
   std::optional<bench::TickMix> mix;                      // the ticks of the table's channels
@@ -439,12 +397,13 @@ struct Channels {
       state_off.emplace(no_table(config), "table-off subscriber");
       unstamped_state_off.emplace(no_table(c), "unstamped table-off subscriber");
     }
+    pingpong = config;
+    pingpong.stamp_send_time = false;
+    pingpong.state = {};
     const auto pair = [&](const std::string& name, bool stats, std::optional<Channel>& slot) {
-      PublisherConfig p = config;
+      PublisherConfig p = pingpong;
       p.channel += "-" + name;
-      p.stamp_send_time = false;
       p.stats = stats;
-      p.state = {};
       slot.emplace(p, name + " channel's subscriber");
     };
     pair("ping", config.stats, ping);
@@ -461,6 +420,15 @@ struct Channels {
   }
   static constexpr std::uint32_t kDrainRing = 65536;  // 4 MiB of slots, past L2
   bench::TickMix* table_mix() { return mix ? &*mix : nullptr; }
+  // `c` under a name of its own, for one run.
+  PublisherConfig for_run(const PublisherConfig& c, const char* what) {
+    PublisherConfig p = c;
+    p.channel += "-" + std::string(what) + "-" + std::to_string(runs_++);
+    return p;
+  }
+
+ private:
+  int runs_ = 0;
 };
 
 struct Results {
@@ -474,19 +442,16 @@ struct Results {
   std::vector<bench::OnOffRound> state;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;
 
 // --state both: the table on and off back to back, latency then throughput (unstamped, as the
 // headline figure), the order alternating by round so that neither always goes first.
 bench::OnOffRound state_pair(const Options& o, int r, Channels& ch, Results& res) {
   bench::OnOffRound p;
   bench::TickMix* mix = ch.table_mix();
-  const auto lat_on = [&] { p.p50_on = tickrail_latency_round(o, ch.main->pub, ch.main->sub, res.state_on, mix); };
+  const auto lat_on = [&] { p.p50_on = tickrail_run(o, 0, o.samples, ch.main->pub, ch.main->sub, res.state_on, mix); };
   const auto lat_off = [&] {
-    p.p50_off = tickrail_latency_round(o, ch.state_off->pub, ch.state_off->sub, res.state_off, mix);
+    p.p50_off = tickrail_run(o, 0, o.samples, ch.state_off->pub, ch.state_off->sub, res.state_off, mix);
   };
   const auto tp_on = [&] { p.tp_on = tickrail_throughput_round(o, ch.unstamped->pub, ch.unstamped->sub, mix); };
   const auto tp_off = [&] {
@@ -500,21 +465,48 @@ bench::OnOffRound state_pair(const Options& o, int r, Channels& ch, Results& res
   return p;
 }
 
-// One round: latency of the floor and both contenders (their order alternating so neither
-// always follows the floor), then throughput; its line on stdout.
+// A round's latency contenders over layouts: each runs once per code shift (--layouts of them,
+// from a shift that moves by round), on memory made for the run (the floor's lines, the queue,
+// the channels), the contenders taking turns; a contender's figure is the median of its runs'
+// p50s. Its histogram gets every sample.
+struct Latencies {
+  double floor = 0, spsc = 0, tickrail = 0, pingpong = 0;
+};
+Latencies latency_over_layouts(const Options& o, int r, Channels& ch, Results& res) {
+  const std::uint64_t samples = std::max<std::uint64_t>(100, o.samples / static_cast<std::uint64_t>(o.layouts));
+  // Kept until the round ends, so that each run's lines and queue lie where no earlier run's did.
+  std::vector<std::unique_ptr<Line[]>> lines;
+  std::vector<std::unique_ptr<boost::lockfree::spsc_queue<Tick>>> queues;
+  std::vector<double> runs[4];
+  for (int k = 0; k < o.layouts; ++k) {
+    const int shift = (k + r) % bench::kShifts;
+    for (int j = 0; j < 4; ++j) {
+      const int c = (j + k + r) % 4;  // each contender first in turn
+      if (c == 0) {
+        lines.push_back(std::make_unique<Line[]>(2));
+        runs[c].push_back(floor_run(o, shift, samples, lines.back().get(), res.floor));
+      } else if (c == 1) {
+        queues.push_back(std::make_unique<boost::lockfree::spsc_queue<Tick>>(4096));
+        runs[c].push_back(spsc_run(o, shift, samples, *queues.back(), res.spsc));
+      } else if (c == 2) {
+        Channel m(ch.for_run(ch.config, "run"), "subscriber");
+        runs[c].push_back(tickrail_run(o, shift, samples, m.pub, m.sub, res.tickrail, ch.table_mix()));
+      } else {
+        Channel out(ch.for_run(ch.pingpong, "ping"), "ping channel's subscriber");
+        Channel back(ch.for_run(ch.pingpong, "pong"), "pong channel's subscriber");
+        runs[c].push_back(pingpong_run(o, shift, samples, out, back, res.pingpong));
+      }
+    }
+  }
+  return {median(runs[0]), median(runs[1]), median(runs[2]), median(runs[3])};
+}
+
+// One round: latency of the floor and the contenders over layouts, then the paired on/off
+// comparisons (each on one channel, one layout), then throughput; its line on stdout.
 void run_round(const Options& o, int r, Channels& ch, boost::lockfree::spsc_queue<Tick>& q, Results& res) {
   Channel& m = *ch.main;
-  const double f = floor_round(o, res.floor);
-  double s = 0, t = 0;
-  if (r % 2 == 0) {
-    s = spsc_latency_round(o, q, res.spsc);
-    t = tickrail_latency_round(o, m.pub, m.sub, res.tickrail, ch.table_mix());
-  } else {
-    t = tickrail_latency_round(o, m.pub, m.sub, res.tickrail, ch.table_mix());
-    s = spsc_latency_round(o, q, res.spsc);
-  }
-  const double pp = tickrail_pingpong_round(o, ch.ping->pub, ch.ping->sub, ch.pong->pub,
-                                            ch.pong->sub, res.pingpong);
+  const Latencies l = latency_over_layouts(o, r, ch, res);
+  const double f = l.floor, s = l.spsc, t = l.tickrail, pp = l.pingpong;
   res.r_spsc.push_back(s / f);
   res.r_tr.push_back(t / f);
   res.r_pp.push_back(pp / f);
@@ -522,12 +514,10 @@ void run_round(const Options& o, int r, Channels& ch, boost::lockfree::spsc_queu
     // Counters off right before or right after a second counters-on run, alternating.
     Histogram scratch;
     const auto off = [&] {
-      return tickrail_pingpong_round(o, ch.ping_off->pub, ch.ping_off->sub, ch.pong_off->pub,
-                                     ch.pong_off->sub, scratch);
+      return pingpong_run(o, 0, o.samples, *ch.ping_off, *ch.pong_off, scratch);
     };
     const auto on = [&] {
-      return tickrail_pingpong_round(o, ch.ping->pub, ch.ping->sub, ch.pong->pub, ch.pong->sub,
-                                     scratch);
+      return pingpong_run(o, 0, o.samples, *ch.ping, *ch.pong, scratch);
     };
     double pp_on = 0, pp_off = 0;
     if (r % 2 == 0) {
@@ -544,12 +534,12 @@ void run_round(const Options& o, int r, Channels& ch, boost::lockfree::spsc_queu
     // Counters off right before or right after counters on, alternating.
     Channel& off = *ch.off;
     if (r % 2 == 0) {
-      t_off = tickrail_latency_round(o, off.pub, off.sub, res.off, ch.table_mix());
-      const double again = tickrail_latency_round(o, m.pub, m.sub, res.on_paired, ch.table_mix());
+      t_off = tickrail_run(o, 0, o.samples, off.pub, off.sub, res.off, ch.table_mix());
+      const double again = tickrail_run(o, 0, o.samples, m.pub, m.sub, res.on_paired, ch.table_mix());
       res.r_stats.push_back(again / t_off);
     } else {
-      const double again = tickrail_latency_round(o, m.pub, m.sub, res.on_paired, ch.table_mix());
-      t_off = tickrail_latency_round(o, off.pub, off.sub, res.off, ch.table_mix());
+      const double again = tickrail_run(o, 0, o.samples, m.pub, m.sub, res.on_paired, ch.table_mix());
+      t_off = tickrail_run(o, 0, o.samples, off.pub, off.sub, res.off, ch.table_mix());
       res.r_stats.push_back(again / t_off);
     }
   }
@@ -632,6 +622,7 @@ nlohmann::json results_json(const Options& o, const Results& res, bool both) {
   j["machine"] = {{"cpu", cpu_model()}, {"clock", Clock::instance().describe()},
                   {"sender_cpu", o.sender_cpu}, {"receiver_cpu", o.receiver_cpu}};
   j["rounds"] = o.rounds;
+  j["layouts"] = o.layouts;
   j["latency_ns"] = {{"floor_rtt_half", to_json(summarize(res.floor))},
                      {"spsc_queue", to_json(summarize(res.spsc))},
                      {"tickrail_shm", to_json(summarize(res.tickrail))}};
@@ -731,6 +722,13 @@ int run_bench(const Options& o) {
               o.rounds, static_cast<unsigned long long>(o.samples),
               static_cast<unsigned long long>(o.gap_ns),
               static_cast<unsigned long long>(o.throughput_ticks));
+  std::printf("  latency over %d code layouts: in each round the floor, spsc_queue, tickrail and the ping-pong "
+              "run once per layout (their timed loop moved by 8-byte steps, memory and channels made for the "
+              "run); a round's figure is the median of its runs' p50s\n",
+              o.layouts);
+  // Channels made for every latency run: their "publisher: channel ..." lines would bury the
+  // figures (TICKRAIL_LOG still decides when set).
+  if (std::getenv("TICKRAIL_LOG") == nullptr) set_log_level(LogLevel::warn);
   Channels ch(o);
   const bool both = ch.off.has_value();
   std::printf("  live counters: %s\n", both ? "on and off, alternating in each round"
@@ -758,6 +756,10 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", o.rounds, "alternating rounds; with --snapshot, the snapshots taken")->check(CLI::Range(1, 10000));
   app.add_option("--samples", o.samples, "latency samples per contender per round")
       ->check(CLI::Range(100, 100'000'000));
+  app.add_option("--layouts", o.layouts,
+                 "code layouts per round: each latency contender runs once in each, on memory of its own")
+      ->check(CLI::Range(1, bench::kShifts))
+      ->capture_default_str();
   app.add_option("--gap-ns", o.gap_ns, "latency: ns between sends")->check(CLI::Range(100, 1'000'000));
   app.add_option("--throughput-ticks", o.throughput_ticks, "ticks per throughput round")
       ->check(CLI::Range(1000, 1'000'000'000));

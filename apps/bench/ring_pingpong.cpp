@@ -21,12 +21,10 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <array>
 #include <atomic>
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -44,7 +42,6 @@ using namespace tickrail;
 using bench::Channel;
 using bench::median;
 using bench::median_of;
-using bench::on_two_cores;
 
 namespace {
 
@@ -62,43 +59,12 @@ struct alignas(2 * kCacheLine) Line {
 };
 
 constexpr std::uint64_t kRing = 4096;  // slots, as tickrail-bench's channels
-constexpr int kShifts = 8;             // code shifts of 0, 8, .. 56 bytes
-
-// K bytes of NOPs jumped over: moves the code after it by K bytes.
-template <int K>
-inline void shift_code() noexcept {
-#if defined(__x86_64__)
-  if constexpr (K > 0) asm volatile("jmp 1f\n\t.skip %c0, 0x90\n1:" ::"i"(K));
-#endif
-}
-
-// The pinging loop, one copy per shift: `step(i)` sends tick i and spins until it is back.
-// Returns RTT/2 p50, ns.
-template <int K, class Step>
-[[gnu::noinline]] double ping_loop(const Options& o, Step& step) {
-  const Clock& clk = Clock::instance();
-  std::vector<std::uint64_t> half;
-  half.reserve(o.samples);
-  for (std::uint64_t i = 1; i <= o.samples; ++i) {
-    const std::uint64_t t0 = Clock::now();
-    shift_code<K>();
-    step(i);
-    half.push_back(static_cast<std::uint64_t>(clk.to_ns(Clock::now() - t0) / 2.0));
-  }
-  return median_of(half);
-}
-
-template <class Step, int... K>
-constexpr auto ping_loops(std::integer_sequence<int, K...>) {
-  return std::array<double (*)(const Options&, Step&), sizeof...(K)>{&ping_loop<K * 8, Step>...};
-}
+using bench::kShifts;
 
 template <class Step, class Echo>
 double one_run(const Options& o, int shift, Step& step, Echo&& echo) {
-  static constexpr auto loops = ping_loops<Step>(std::make_integer_sequence<int, kShifts>{});
-  double p50 = 0;
-  on_two_cores(o.receiver_cpu, [&] { p50 = loops[static_cast<std::size_t>(shift)](o, step); }, echo);
-  return p50;
+  std::vector<std::uint64_t> half = bench::ping_pong(o.receiver_cpu, shift, o.samples, step, echo);
+  return median_of(half);
 }
 
 double floor_run(const Options& o, int shift) {
@@ -186,47 +152,14 @@ double tickrail_run(const Options& o, int shift) {
   });
 }
 
-// One way: the sender publishes tick i stamped, every gap_ns; the receiving loop, one copy per
+// One way: the sender publishes tick i stamped, every kGapNs; the receiving loop, one copy per
 // shift, spins on `poll(handler)` and records now - send_ts. Returns its p50, ns.
 constexpr double kGapNs = 2000;
 
-template <int K, class Poll>
-[[gnu::noinline]] double receive_loop(const Options& o, Poll& poll) {
-  const Clock& clk = Clock::instance();
-  std::vector<std::uint64_t> lat;
-  lat.reserve(o.samples);
-  auto record = [&](const Tick& t) {
-    lat.push_back(static_cast<std::uint64_t>(clk.to_ns(Clock::now() - t.send_ts)));
-  };
-  while (lat.size() < o.samples) {
-    shift_code<K>();
-    if (poll(record) == 0) cpu_relax();
-  }
-  return median_of(lat);
-}
-
-template <class Poll, int... K>
-constexpr auto receive_loops(std::integer_sequence<int, K...>) {
-  return std::array<double (*)(const Options&, Poll&), sizeof...(K)>{&receive_loop<K * 8, Poll>...};
-}
-
 template <class Send, class Poll>
 double one_way_run(const Options& o, int shift, Send&& send, Poll& poll) {
-  static constexpr auto loops = receive_loops<Poll>(std::make_integer_sequence<int, kShifts>{});
-  double p50 = 0;
-  const std::uint64_t gap = Clock::instance().ns_to_cycles(kGapNs);
-  on_two_cores(
-      o.receiver_cpu,
-      [&] {
-        std::uint64_t next = Clock::now() + gap;
-        for (std::uint64_t i = 1; i <= o.samples; ++i) {
-          bench::spin_until(next);
-          next += gap;
-          send(i);
-        }
-      },
-      [&] { p50 = loops[static_cast<std::size_t>(shift)](o, poll); });
-  return p50;
+  std::vector<std::uint64_t> lat = bench::one_way(o.receiver_cpu, shift, o.samples, kGapNs, send, poll);
+  return median_of(lat);
 }
 
 double ring_one_way_run(const Options& o, int shift) {

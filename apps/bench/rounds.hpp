@@ -1,12 +1,14 @@
-// The pieces every tickrail-bench round uses: two pinned threads, a spin to a TSC deadline, and
-// the median of TSC-stepped samples.
+// The pieces every tickrail-bench round uses: two pinned threads, a spin to a TSC deadline, the
+// timed loops in several code layouts, and the median of TSC-stepped samples.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tickrail/affinity.hpp"
@@ -54,6 +56,93 @@ struct Channel {
 
 inline void spin_until(std::uint64_t t) {
   while (Clock::now() < t) cpu_relax();
+}
+
+// ---- code layouts ---------------------------------------------------------------------------
+// On this kind of VM the same spinning loop can settle a third faster or slower by where its
+// code lies (BENCHMARKS.md, #17, session 19). So a latency contender's timed loop comes in
+// kShifts copies, each moved by 8 k bytes of NOPs, and a contender measured over layouts runs
+// once per copy.
+inline constexpr int kShifts = 8;
+
+// K bytes of NOPs jumped over: moves the code after it by K bytes.
+template <int K>
+inline void shift_code() noexcept {
+#if defined(__x86_64__)
+  if constexpr (K > 0) asm volatile("jmp 1f\n\t.skip %c0, 0x90\n1:" ::"i"(K));
+#endif
+}
+
+// The pinging loop: `step(i)` sends i and spins until it is back; RTT/2 of each, ns, into `half`.
+template <int K, class Step>
+[[gnu::noinline]] void ping_loop(std::uint64_t samples, Step& step, std::vector<std::uint64_t>& half) {
+  const Clock& clk = Clock::instance();
+  for (std::uint64_t i = 1; i <= samples; ++i) {
+    const std::uint64_t t0 = Clock::now();
+    shift_code<K>();
+    step(i);
+    half.push_back(static_cast<std::uint64_t>(clk.to_ns(Clock::now() - t0) / 2.0));
+  }
+}
+
+// The receiving loop: spins on `poll(record)` until `samples` ticks; now - send_ts of each, ns,
+// into `lat`.
+template <int K, class Poll>
+[[gnu::noinline]] void receive_loop(std::uint64_t samples, Poll& poll, std::vector<std::uint64_t>& lat) {
+  const Clock& clk = Clock::instance();
+  auto record = [&](const Tick& t) {
+    lat.push_back(static_cast<std::uint64_t>(clk.to_ns(Clock::now() - t.send_ts)));
+  };
+  while (lat.size() < samples) {
+    shift_code<K>();
+    if (poll(record) == 0) cpu_relax();
+  }
+}
+
+template <class Step, int... K>
+constexpr auto ping_loops(std::integer_sequence<int, K...>) {
+  using Loop = void (*)(std::uint64_t, Step&, std::vector<std::uint64_t>&);
+  return std::array<Loop, sizeof...(K)>{&ping_loop<K * 8, Step>...};
+}
+template <class Poll, int... K>
+constexpr auto receive_loops(std::integer_sequence<int, K...>) {
+  using Loop = void (*)(std::uint64_t, Poll&, std::vector<std::uint64_t>&);
+  return std::array<Loop, sizeof...(K)>{&receive_loop<K * 8, Poll>...};
+}
+
+// A ping-pong on two cores: this thread pings with the loop of code shift `shift` (0..kShifts-1),
+// a thread on `receiver_cpu` runs `echo`. Returns the RTT/2 samples, ns.
+template <class Step, class Echo>
+std::vector<std::uint64_t> ping_pong(int receiver_cpu, int shift, std::uint64_t samples, Step& step, Echo&& echo) {
+  static constexpr auto loops = ping_loops<Step>(std::make_integer_sequence<int, kShifts>{});
+  std::vector<std::uint64_t> half;
+  half.reserve(samples);
+  on_two_cores(receiver_cpu, [&] { loops[static_cast<std::size_t>(shift % kShifts)](samples, step, half); }, echo);
+  return half;
+}
+
+// One way: this thread calls `send(i)` every `gap_ns` (the tick stamped by it or by the
+// transport); a thread on `receiver_cpu` receives with the loop of code shift `shift`. Returns
+// the latencies, ns.
+template <class Send, class Poll>
+std::vector<std::uint64_t> one_way(int receiver_cpu, int shift, std::uint64_t samples, double gap_ns, Send&& send,
+                                   Poll& poll) {
+  static constexpr auto loops = receive_loops<Poll>(std::make_integer_sequence<int, kShifts>{});
+  std::vector<std::uint64_t> lat;
+  lat.reserve(samples);
+  const std::uint64_t gap = Clock::instance().ns_to_cycles(gap_ns);
+  on_two_cores(
+      receiver_cpu,
+      [&] {
+        std::uint64_t next = Clock::now() + gap;
+        for (std::uint64_t i = 1; i <= samples; ++i) {
+          spin_until(next);
+          next += gap;
+          send(i);
+        }
+      },
+      [&] { loops[static_cast<std::size_t>(shift % kShifts)](samples, poll, lat); });
+  return lat;
 }
 
 // The median of samples that come in steps (a virtual TSC may advance 20 cycles at a time, 10 ns

@@ -237,3 +237,35 @@ TEST_CASE("tickrail-bench --failover: one line against two, every tick delivered
   std::filesystem::remove(json_path);
   std::filesystem::remove(log);
 }
+
+TEST_CASE("tickrail-bench rounds over layouts: each latency contender runs once per layout, the samples shared "
+          "among them",
+          "[bench]") {
+  const std::string bench = build_program("apps/bench/tickrail-bench");
+  const std::string log = "bench-layouts-test-" + std::to_string(getpid()) + ".log";
+  const std::string json_path = "bench-layouts-test-" + std::to_string(getpid()) + ".json";
+  for (const char* bad : {"0", "9", "-1", "x"}) {
+    const Finished f = run_program({bench, "--layouts", bad}, log);
+    INFO("--layouts " << bad << ": " << f.output);
+    CHECK(f.status == 2);
+    CHECK_THAT(f.output, Catch::Contains("--layouts"));
+  }
+  const auto [sender, receiver] = two_cpus();
+  const Finished ok = run_program({bench, "--rounds", "2", "--layouts", "3", "--samples", "900", "--throughput-ticks",
+                                   "20000", "--sender-cpu", std::to_string(sender), "--receiver-cpu",
+                                   std::to_string(receiver), "--json", json_path},
+                                  log);
+  INFO(ok.output);
+  REQUIRE(ok.status == 0);
+  CHECK_THAT(ok.output, Catch::Contains("latency over 3 code layouts"));
+  const nlohmann::json j = nlohmann::json::parse(slurp(json_path));
+  CHECK(j["layouts"] == 3);
+  // 2 rounds x 3 runs x 300 samples each.
+  for (const char* series : {"floor_rtt_half", "spsc_queue", "tickrail_shm", "tickrail_pingpong_rtt_half"}) {
+    INFO(series);
+    CHECK(j["latency_ns"][series]["count"] == 1800);
+    CHECK(j["latency_ns"][series]["lost"] == 0);
+  }
+  std::filesystem::remove(json_path);
+  std::filesystem::remove(log);
+}
