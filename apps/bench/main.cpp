@@ -11,7 +11,9 @@
 //   pingpong  tickrail both ways: a tick out on one channel, back on another, RTT/2 as the floor
 //             is measured (unstamped channels; what Aeron's ping sample reports)
 //
-// Latency rounds send one tick at a time at a fixed gap (no queueing); throughput rounds push
+// Latency rounds send one tick at a time at a fixed gap (no queueing), each contender once per
+// code layout (--layouts: its timed loop moved by 8-byte steps, memory and channels made for the
+// run; on this kind of VM a loop's figure moves by a third with where it lies); throughput rounds push
 // as fast as the consumer allows, one tick per call, the consumer draining in batches; in them
 // neither contender stamps a send time (tickrail's stamped rate is printed beside).
 //
@@ -22,9 +24,9 @@
 // per tick of one thread publishing and polling back are printed; apps/bench/instructions.sh
 // counts the same under callgrind where it does not.
 //
-// --stats on|off|both: tickrail's live counters (tickrail-stat) on, off, or both: a second channel
-// with counters off runs in the same rounds, and the p50 ratio on/off says what they cost, one
-// way and in the ping-pong.
+// --stats on|off|both: tickrail's live counters (tickrail-stat) on, off, or both: tickrail one way
+// and the ping-pong run with counters off too, in the same rounds and layouts, and a channel with
+// counters off in the throughput rounds; the ratios on/off say what the counters cost.
 //
 // --state on|off|both: the last-value table (docs/state.md) on the tickrail contender's channels,
 // which then publish a quote/trade/status mix over the table's instruments (TickMix); with both,
@@ -43,8 +45,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <new>
 #include <optional>
 #include <thread>
 #include <linux/perf_event.h>
@@ -85,6 +89,7 @@ template <class Send, class Receive>
 void on_two_cores(const Options& o, Send&& send, Receive&& receive) {
   bench::on_two_cores(o.receiver_cpu, send, receive);
 }
+using bench::Layout;
 using bench::median_of;
 using bench::spin_until;
 
@@ -122,32 +127,65 @@ class InstructionCounter {
 };
 
 // ---- latency runs ----------------------------------------------------------------------------
-// Each runs one contender once, its timed loop the copy of code shift `shift` (rounds.hpp), on
-// the memory it is given, records its samples in `h` and returns their p50.
+// Each runs one contender once, both sides' loops the copies `layout` names (rounds.hpp), on the
+// memory it is given, records its samples in `h` and returns their p50.
 double recorded(std::vector<std::uint64_t>& samples, Histogram& h) {
   for (const std::uint64_t v : samples) h.record(v);
   return median_of(samples);
 }
 
 // The floor: half the round trip of a cache-line ping-pong between the two threads.
-double floor_run(const Options& o, int shift, std::uint64_t samples, Line* lines, Histogram& h) {
+double floor_run(const Options& o, Layout layout, std::uint64_t samples, Line* lines, Histogram& h) {
   Line& ping = lines[0];
   Line& pong = lines[1];
   auto step = [&](std::uint64_t i) {
     ping.v.store(i, std::memory_order_release);
     while (pong.v.load(std::memory_order_acquire) != i) cpu_relax();
   };
-  std::vector<std::uint64_t> half = bench::ping_pong(o.receiver_cpu, shift, samples, step, [&] {
-    for (std::uint64_t i = 1; i <= samples; ++i) {
-      while (ping.v.load(std::memory_order_acquire) != i) cpu_relax();
-      pong.v.store(i, std::memory_order_release);
-    }
-  });
+  std::uint64_t next = 1;
+  auto echo = [&]() -> std::size_t {
+    if (ping.v.load(std::memory_order_acquire) != next) return 0;
+    pong.v.store(next++, std::memory_order_release);
+    return 1;
+  };
+  std::vector<std::uint64_t> half = bench::ping_pong(o.receiver_cpu, layout, samples, step, echo);
   return recorded(half, h);
 }
 
+// The one-way floor: the sender stores its TSC in a line every gap, the receiver spins on the
+// line and takes now minus the stamp it finds. What one line costs one way at the latency
+// rounds' pace, and between the two cores' clocks, as tickrail's one-way figure is taken.
+// The stamp and its number share the line; a receiver that missed stamps (preempted) counts them
+// and takes the last one only.
+struct alignas(2 * kCacheLine) StampLine {
+  std::atomic<std::uint64_t> n{0};
+  std::atomic<std::uint64_t> stamp{0};
+};
+double floor_one_way_run(const Options& o, Layout layout, std::uint64_t samples, StampLine* line, Histogram& h) {
+  auto send = [&](std::uint64_t i) {
+    line->stamp.store(Clock::now(), std::memory_order_relaxed);
+    line->n.store(i, std::memory_order_release);
+  };
+  std::uint64_t last = 0;
+  auto poll = [&](auto& handler) -> std::size_t {
+    const std::uint64_t n = line->n.load(std::memory_order_acquire);
+    if (n == last) return 0;
+    Tick t{};
+    t.send_ts = line->stamp.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (line->n.load(std::memory_order_relaxed) != n) return 0;  // a newer stamp came meanwhile: look again
+    const std::uint64_t consumed = n - last;
+    last = n;
+    handler(t);
+    return consumed;
+  };
+  std::vector<std::uint64_t> lat =
+      bench::one_way(o.receiver_cpu, layout, samples, static_cast<double>(o.gap_ns), send, poll);
+  return recorded(lat, h);
+}
+
 // ---- spsc_queue ----------------------------------------------------------------------------
-double spsc_run(const Options& o, int shift, std::uint64_t samples, boost::lockfree::spsc_queue<Tick>& q,
+double spsc_run(const Options& o, Layout layout, std::uint64_t samples, boost::lockfree::spsc_queue<Tick>& q,
                 Histogram& h) {
   Tick t{};
   auto send = [&](std::uint64_t i) {
@@ -162,7 +200,7 @@ double spsc_run(const Options& o, int shift, std::uint64_t samples, boost::lockf
     return 1;
   };
   std::vector<std::uint64_t> lat =
-      bench::one_way(o.receiver_cpu, shift, samples, static_cast<double>(o.gap_ns), send, poll);
+      bench::one_way(o.receiver_cpu, layout, samples, static_cast<double>(o.gap_ns), send, poll);
   return recorded(lat, h);
 }
 
@@ -197,7 +235,7 @@ double spsc_throughput_round(const Options& o, boost::lockfree::spsc_queue<Tick>
 
 // ---- tickrail shm --------------------------------------------------------------------------
 // One way. `mix`: the ticks to publish (the table's contenders), else the same blank tick.
-double tickrail_run(const Options& o, int shift, std::uint64_t samples, Publisher& pub, Subscriber& sub,
+double tickrail_run(const Options& o, Layout layout, std::uint64_t samples, Publisher& pub, Subscriber& sub,
                     Histogram& h, bench::TickMix* mix = nullptr) {
   const Tick blank{};
   auto send = [&](std::uint64_t) {
@@ -206,7 +244,7 @@ double tickrail_run(const Options& o, int shift, std::uint64_t samples, Publishe
   };
   auto poll = [&](auto& handler) { return sub.poll(handler); };
   std::vector<std::uint64_t> lat =
-      bench::one_way(o.receiver_cpu, shift, samples, static_cast<double>(o.gap_ns), send, poll);
+      bench::one_way(o.receiver_cpu, layout, samples, static_cast<double>(o.gap_ns), send, poll);
   return recorded(lat, h);
 }
 
@@ -257,7 +295,7 @@ double tickrail_instructions_per_tick(Publisher& pub, Subscriber& sub) {
 }
 
 // RTT/2 of a tick sent on `out` and echoed back on `back` by the other core.
-double pingpong_run(const Options& o, int shift, std::uint64_t samples, bench::Channel& out, bench::Channel& back,
+double pingpong_run(const Options& o, Layout layout, std::uint64_t samples, bench::Channel& out, bench::Channel& back,
                     Histogram& h) {
   Tick t{};
   auto step = [&](std::uint64_t i) {
@@ -268,17 +306,14 @@ double pingpong_run(const Options& o, int shift, std::uint64_t samples, bench::C
       if (back.sub.poll([&](const Tick& r) { answered = r.order_ref == i; }, 1) == 0) cpu_relax();
     }
   };
-  std::vector<std::uint64_t> half = bench::ping_pong(o.receiver_cpu, shift, samples, step, [&] {
-    for (std::uint64_t got = 0; got < samples;) {
-      const std::size_t n = out.sub.poll(
-          [&](const Tick& r) {
-            while (back.pub.publish(r).status == PublishStatus::back_pressured) cpu_relax();
-          },
-          1);
-      if (n == 0) cpu_relax();
-      got += n;
-    }
-  });
+  auto echo = [&] {
+    return out.sub.poll(
+        [&](const Tick& r) {
+          while (back.pub.publish(r).status == PublishStatus::back_pressured) cpu_relax();
+        },
+        1);
+  };
+  std::vector<std::uint64_t> half = bench::ping_pong(o.receiver_cpu, layout, samples, step, echo);
   return recorded(half, h);
 }
 
@@ -365,7 +400,6 @@ struct Channels {
   std::optional<Channel> main, off, unstamped;
   std::optional<Channel> state_off, unstamped_state_off;  // --state both: no table
   std::optional<bench::TickMix> mix;                      // the ticks of the table's channels
-  std::optional<Channel> ping, pong, ping_off, pong_off;  // unstamped, both ways
   std::optional<Channel> big;                             // the drain: a larger ring
 
   explicit Channels(const Options& o) {
@@ -400,18 +434,6 @@ struct Channels {
     pingpong = config;
     pingpong.stamp_send_time = false;
     pingpong.state = {};
-    const auto pair = [&](const std::string& name, bool stats, std::optional<Channel>& slot) {
-      PublisherConfig p = pingpong;
-      p.channel += "-" + name;
-      p.stats = stats;
-      slot.emplace(p, name + " channel's subscriber");
-    };
-    pair("ping", config.stats, ping);
-    pair("pong", config.stats, pong);
-    if (o.stats == "both") {
-      pair("ping-nostats", false, ping_off);
-      pair("pong-nostats", false, pong_off);
-    }
     PublisherConfig b = c;
     b.channel = config.channel + "-drain";
     b.ring_capacity = kDrainRing;
@@ -432,11 +454,12 @@ struct Channels {
 };
 
 struct Results {
-  Histogram floor, spsc, tickrail, pingpong;
+  Histogram floor, spsc, tickrail, pingpong, floor_one_way;
+  std::vector<double> r_tr_one_way;  // tickrail one way / the one-way floor
   std::vector<double> r_spsc, r_tr, r_pp, tp_spsc, tp_tr, tp_ratio, tp_stamped, tp_slow, drain;
   std::vector<double> ipt;
   std::vector<double> r_pp_stats;  // --stats both: ping-pong p50, counters on / off
-  Histogram off, on_paired;               // --stats both: adjacent on/off rounds
+  Histogram off;                          // --stats both: tickrail one way, counters off
   std::vector<double> r_stats, tp_stats;  // per round: counters on / counters off
   Histogram state_on, state_off;          // --state both: adjacent on/off rounds
   std::vector<bench::OnOffRound> state;
@@ -449,9 +472,9 @@ using bench::median;
 bench::OnOffRound state_pair(const Options& o, int r, Channels& ch, Results& res) {
   bench::OnOffRound p;
   bench::TickMix* mix = ch.table_mix();
-  const auto lat_on = [&] { p.p50_on = tickrail_run(o, 0, o.samples, ch.main->pub, ch.main->sub, res.state_on, mix); };
+  const auto lat_on = [&] { p.p50_on = tickrail_run(o, Layout{}, o.samples, ch.main->pub, ch.main->sub, res.state_on, mix); };
   const auto lat_off = [&] {
-    p.p50_off = tickrail_run(o, 0, o.samples, ch.state_off->pub, ch.state_off->sub, res.state_off, mix);
+    p.p50_off = tickrail_run(o, Layout{}, o.samples, ch.state_off->pub, ch.state_off->sub, res.state_off, mix);
   };
   const auto tp_on = [&] { p.tp_on = tickrail_throughput_round(o, ch.unstamped->pub, ch.unstamped->sub, mix); };
   const auto tp_off = [&] {
@@ -465,40 +488,78 @@ bench::OnOffRound state_pair(const Options& o, int r, Channels& ch, Results& res
   return p;
 }
 
-// A round's latency contenders over layouts: each runs once per code shift (--layouts of them,
-// from a shift that moves by round), on memory made for the run (the floor's lines, the queue,
-// the channels), the contenders taking turns; a contender's figure is the median of its runs'
-// p50s. Its histogram gets every sample.
+// A round's latency contenders over layouts: each runs once per layout (--layouts of them: pairs
+// of code shifts for the two sides, Layout::nth), on memory made for the run (a page for the floor's
+// two lines, the queue, the channels), the contenders taking turns; a contender's figure is the
+// median of its runs' p50s. Its histogram gets every sample. With --stats both, tickrail one way
+// and the ping-pong run with the counters off as two more contenders.
 struct Latencies {
   double floor = 0, spsc = 0, tickrail = 0, pingpong = 0;
+  double floor_one_way = 0;
+  double tickrail_off = 0, pingpong_off = 0;  // --stats both
+  std::string spread;                         // each contender's runs' p50s, lowest to highest
 };
 Latencies latency_over_layouts(const Options& o, int r, Channels& ch, Results& res) {
   const std::uint64_t samples = std::max<std::uint64_t>(100, o.samples / static_cast<std::uint64_t>(o.layouts));
   // Kept until the round ends, so that each run's lines and queue lie where no earlier run's did.
-  std::vector<std::unique_ptr<Line[]>> lines;
+  std::vector<std::unique_ptr<bench::FreshPage>> pages;
   std::vector<std::unique_ptr<boost::lockfree::spsc_queue<Tick>>> queues;
-  std::vector<double> runs[4];
-  for (int k = 0; k < o.layouts; ++k) {
-    const int shift = (k + r) % bench::kShifts;
-    for (int j = 0; j < 4; ++j) {
-      const int c = (j + k + r) % 4;  // each contender first in turn
-      if (c == 0) {
-        lines.push_back(std::make_unique<Line[]>(2));
-        runs[c].push_back(floor_run(o, shift, samples, lines.back().get(), res.floor));
-      } else if (c == 1) {
+  const auto one_way = [&](Layout layout, const PublisherConfig& c, Histogram& h) {
+    Channel m(ch.for_run(c, "run"), "subscriber");
+    return tickrail_run(o, layout, samples, m.pub, m.sub, h, ch.table_mix());
+  };
+  const auto ping_pong = [&](Layout layout, const PublisherConfig& c, Histogram& h) {
+    Channel out(ch.for_run(c, "ping"), "ping channel's subscriber");
+    Channel back(ch.for_run(c, "pong"), "pong channel's subscriber");
+    return pingpong_run(o, layout, samples, out, back, h);
+  };
+  Histogram pp_off;  // not reported: only its p50s count
+  std::vector<std::function<double(Layout)>> contenders{
+      [&](Layout layout) {
+        pages.push_back(std::make_unique<bench::FreshPage>());
+        auto* lines = static_cast<Line*>(pages.back()->get());
+        new (lines) Line;
+        new (lines + 1) Line;
+        return floor_run(o, layout, samples, lines, res.floor);
+      },
+      [&](Layout layout) {
         queues.push_back(std::make_unique<boost::lockfree::spsc_queue<Tick>>(4096));
-        runs[c].push_back(spsc_run(o, shift, samples, *queues.back(), res.spsc));
-      } else if (c == 2) {
-        Channel m(ch.for_run(ch.config, "run"), "subscriber");
-        runs[c].push_back(tickrail_run(o, shift, samples, m.pub, m.sub, res.tickrail, ch.table_mix()));
-      } else {
-        Channel out(ch.for_run(ch.pingpong, "ping"), "ping channel's subscriber");
-        Channel back(ch.for_run(ch.pingpong, "pong"), "pong channel's subscriber");
-        runs[c].push_back(pingpong_run(o, shift, samples, out, back, res.pingpong));
-      }
+        return spsc_run(o, layout, samples, *queues.back(), res.spsc);
+      },
+      [&](Layout layout) { return one_way(layout, ch.config, res.tickrail); },
+      [&](Layout layout) { return ping_pong(layout, ch.pingpong, res.pingpong); },
+      [&](Layout layout) {
+        pages.push_back(std::make_unique<bench::FreshPage>());
+        return floor_one_way_run(o, layout, samples, new (pages.back()->get()) StampLine, res.floor_one_way);
+      }};
+  if (o.stats == "both") {
+    PublisherConfig off = ch.config, pp = ch.pingpong;
+    off.stats = pp.stats = false;
+    contenders.push_back([&, off](Layout layout) { return one_way(layout, off, res.off); });
+    contenders.push_back([&, pp](Layout layout) { return ping_pong(layout, pp, pp_off); });
+  }
+  const std::size_t n = contenders.size();
+  std::vector<std::vector<double>> runs(n);
+  for (int k = 0; k < o.layouts; ++k) {
+    const Layout layout = Layout::nth(k, r);
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::size_t c = (j + static_cast<std::size_t>(k + r)) % n;  // each contender first in turn
+      runs[c].push_back(contenders[c](layout));
     }
   }
-  return {median(runs[0]), median(runs[1]), median(runs[2]), median(runs[3])};
+  Latencies l;
+  l.floor = median(runs[0]), l.spsc = median(runs[1]), l.tickrail = median(runs[2]), l.pingpong = median(runs[3]);
+  l.floor_one_way = median(runs[4]);
+  if (n > 5) l.tickrail_off = median(runs[5]), l.pingpong_off = median(runs[6]);
+  static constexpr const char* kNames[] = {"floor",         "spsc",        "tickrail",     "ping-pong",
+                                           "floor one way", "tickrail off", "ping-pong off"};
+  for (std::size_t c = 0; c < n; ++c) {
+    const auto [lo, hi] = std::minmax_element(runs[c].begin(), runs[c].end());
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s%s %.0f-%.0f", c == 0 ? "" : ", ", kNames[c], *lo, *hi);
+    l.spread += buf;
+  }
+  return l;
 }
 
 // One round: latency of the floor and the contenders over layouts, then the paired on/off
@@ -510,38 +571,11 @@ void run_round(const Options& o, int r, Channels& ch, boost::lockfree::spsc_queu
   res.r_spsc.push_back(s / f);
   res.r_tr.push_back(t / f);
   res.r_pp.push_back(pp / f);
-  if (ch.ping_off) {
-    // Counters off right before or right after a second counters-on run, alternating.
-    Histogram scratch;
-    const auto off = [&] {
-      return pingpong_run(o, 0, o.samples, *ch.ping_off, *ch.pong_off, scratch);
-    };
-    const auto on = [&] {
-      return pingpong_run(o, 0, o.samples, *ch.ping, *ch.pong, scratch);
-    };
-    double pp_on = 0, pp_off = 0;
-    if (r % 2 == 0) {
-      pp_off = off();
-      pp_on = on();
-    } else {
-      pp_on = on();
-      pp_off = off();
-    }
-    res.r_pp_stats.push_back(pp_on / pp_off);
-  }
-  double t_off = 0, b_off = 0;
-  if (ch.off) {
-    // Counters off right before or right after counters on, alternating.
-    Channel& off = *ch.off;
-    if (r % 2 == 0) {
-      t_off = tickrail_run(o, 0, o.samples, off.pub, off.sub, res.off, ch.table_mix());
-      const double again = tickrail_run(o, 0, o.samples, m.pub, m.sub, res.on_paired, ch.table_mix());
-      res.r_stats.push_back(again / t_off);
-    } else {
-      const double again = tickrail_run(o, 0, o.samples, m.pub, m.sub, res.on_paired, ch.table_mix());
-      t_off = tickrail_run(o, 0, o.samples, off.pub, off.sub, res.off, ch.table_mix());
-      res.r_stats.push_back(again / t_off);
-    }
+  res.r_tr_one_way.push_back(t / l.floor_one_way);
+  double b_off = 0;
+  if (o.stats == "both") {
+    res.r_stats.push_back(t / l.tickrail_off);
+    res.r_pp_stats.push_back(pp / l.pingpong_off);
   }
   const double a = spsc_throughput_round(o, q);
   const double b = tickrail_throughput_round(o, ch.unstamped->pub, ch.unstamped->sub, ch.table_mix());
@@ -566,20 +600,24 @@ void run_round(const Options& o, int r, Channels& ch, boost::lockfree::spsc_queu
               "stamped %6.2f M/s | slow receiver %6.2f M/s | drain %6.1f M/s\n",
               r + 1, f, s, s / f, t, t / f, pp, pp / f, a / 1e6, b / 1e6, b / a, b_st / 1e6,
               slow / 1e6, drain / 1e6);
+  std::printf("            one-way floor p50 %6.1f ns, tickrail / it %.2fx | p50 over the %d layouts, ns: %s\n",
+              l.floor_one_way, t / l.floor_one_way, o.layouts, l.spread.c_str());
   if (ch.state_off) {
     res.state.push_back(state_pair(o, r, ch, res));
     std::printf("%s", bench::on_off_round_text(res.state.back()).c_str());
   }
   if (ch.off) {
-    std::printf("            counters off: p50 %6.1f ns, on/off p50 %.3f | throughput %6.2f M/s, "
-                "on/off %.3f\n",
-                t_off, res.r_stats.back(), b_off / 1e6, res.tp_stats.back());
+    std::printf("            counters off: p50 %6.1f ns, on/off %.3f | ping-pong p50 %6.1f ns, on/off %.3f | "
+                "throughput %6.2f M/s, on/off %.3f\n",
+                l.tickrail_off, res.r_stats.back(), l.pingpong_off, res.r_pp_stats.back(), b_off / 1e6,
+                res.tp_stats.back());
   }
   std::fflush(stdout);
 }
 
 void print_summary(const Results& res, bool both, std::uint64_t slow_ns) {
   std::vector<TableRow> rows{{"floor (RTT/2)", summarize(res.floor)},
+                             {"floor one way", summarize(res.floor_one_way)},
                              {"spsc_queue", summarize(res.spsc)},
                              {"tickrail shm", summarize(res.tickrail)},
                              {"ping-pong RTT/2", summarize(res.pingpong)}};
@@ -593,6 +631,8 @@ void print_summary(const Results& res, bool both, std::uint64_t slow_ns) {
   std::printf("\nper-round medians, ratio to the same round's floor p50 (median over rounds):\n"
               "  spsc_queue %.2fx, tickrail %.2fx, tickrail ping-pong RTT/2 %.2fx\n",
               median(res.r_spsc), median(res.r_tr), median(res.r_pp));
+  std::printf("  tickrail one way / the one-way floor (a line stamped and read at the same pace): %.2fx\n",
+              median(res.r_tr_one_way));
   std::printf("throughput with a receiver spending %llu ns a tick: %.2f M ticks/s, none lost; "
               "a receiver a ring (%u ticks) behind drains at %.1f M ticks/s (medians over rounds)\n",
               static_cast<unsigned long long>(slow_ns), median(res.tp_slow) / 1e6,
@@ -630,6 +670,8 @@ nlohmann::json results_json(const Options& o, const Results& res, bool both) {
   j["p50_ratio_to_floor_median"] = {{"spsc_queue", median(res.r_spsc)},
                                     {"tickrail_shm", median(res.r_tr)},
                                     {"tickrail_pingpong", median(res.r_pp)}};
+  j["p50_ratio_to_one_way_floor_median"] = {{"tickrail_shm", median(res.r_tr_one_way)}};
+  j["latency_ns"]["floor_one_way"] = to_json(summarize(res.floor_one_way));
   j["slow_receiver"] = {{"work_ns_per_tick", o.slow_ns}, {"ticks_per_s_median", median(res.tp_slow)}};
   j["drain"] = {{"ring_ticks", Channels::kDrainRing}, {"ticks_per_s_median", median(res.drain)}};
   if (!res.ipt.empty()) {
@@ -742,6 +784,12 @@ int run_bench(const Options& o) {
   std::printf("  throughput: unstamped ticks in both (tickrail's stamped rate shown apart)\n");
   boost::lockfree::spsc_queue<Tick> q(4096);
   Results res;
+  {
+    // One round's latency runs, not counted: a process's first runs can wait milliseconds for
+    // the receiver's core (the channels' threads starting on it), which no round should carry.
+    Results warm;
+    (void)latency_over_layouts(o, 0, ch, warm);
+  }
   for (int r = 0; r < o.rounds; ++r) run_round(o, r, ch, q, res);
   print_summary(res, both, o.slow_ns);
   return emit(o, results_json(o, res, both));

@@ -11,9 +11,10 @@
 // The same source can run in two modes on this kind of VM (BENCHMARKS.md, #17, session 19): one
 // binary's ping-pong settles near one figure, another's, built from the same loop placed
 // elsewhere, near a figure a third higher, and a pair of lines' figure moves with where the
-// lines lie. So each contender runs once per code shift (the timed loop, pinging or receiving,
-// moved by 0 to 56 bytes of NOPs: kShifts copies of it) on memory allocated afresh for every run,
-// and a round's figure is the median over its runs. Contenders and shifts take turns by round.
+// lines lie. So each contender runs once per layout (both sides' loops, pinging and echoing or
+// sending and receiving, in kShifts copies moved by 0 to 56 bytes of NOPs, paired as
+// bench::Layout::nth says) on memory allocated afresh for every run, and a round's figure is the
+// median over its runs. Contenders and layouts take turns by round.
 // Not installed.
 //
 //   ring_pingpong [--rounds N] [--samples N] [--sender-cpu C] [--receiver-cpu C] [--stats on|off]
@@ -60,14 +61,15 @@ struct alignas(2 * kCacheLine) Line {
 
 constexpr std::uint64_t kRing = 4096;  // slots, as tickrail-bench's channels
 using bench::kShifts;
+using bench::Layout;
 
 template <class Step, class Echo>
-double one_run(const Options& o, int shift, Step& step, Echo&& echo) {
-  std::vector<std::uint64_t> half = bench::ping_pong(o.receiver_cpu, shift, o.samples, step, echo);
+double one_run(const Options& o, Layout layout, Step& step, Echo& echo) {
+  std::vector<std::uint64_t> half = bench::ping_pong(o.receiver_cpu, layout, o.samples, step, echo);
   return median_of(half);
 }
 
-double floor_run(const Options& o, int shift) {
+double floor_run(const Options& o, Layout layout) {
   const auto lines = std::make_unique<Line[]>(2);
   Line& ping = lines[0];
   Line& pong = lines[1];
@@ -75,19 +77,21 @@ double floor_run(const Options& o, int shift) {
     ping.v.store(i, std::memory_order_release);
     while (pong.v.load(std::memory_order_acquire) != i) cpu_relax();
   };
-  return one_run(o, shift, step, [&] {
-    for (std::uint64_t i = 1; i <= o.samples; ++i) {
-      while (ping.v.load(std::memory_order_acquire) != i) cpu_relax();
-      pong.v.store(i, std::memory_order_release);
-    }
-  });
+  std::uint64_t next = 1;
+  auto echo = [&]() -> std::size_t {
+    if (ping.v.load(std::memory_order_acquire) != next) return 0;
+    pong.v.store(next++, std::memory_order_release);
+    return 1;
+  };
+  return one_run(o, layout, step, echo);
 }
 
-double ring_run(const Options& o, int shift) {
+double ring_run(const Options& o, Layout layout) {
   const auto out = std::make_unique<Slot[]>(kRing);  // value-initialised: every slot unwritten
   const auto back = std::make_unique<Slot[]>(kRing);
   const auto credits = std::make_unique<Line[]>(2);
   RingReader from_back(back.get(), kRing, 1, &credits[0].v);
+  RingReader from_out(out.get(), kRing, 1, &credits[1].v);
   Tick t{};
   auto step = [&](std::uint64_t i) {
     t.order_ref = i;
@@ -97,20 +101,16 @@ double ring_run(const Options& o, int shift) {
       if (from_back.poll([&](const Tick& r) { answered = r.order_ref == i; }, 1) == 0) cpu_relax();
     }
   };
-  return one_run(o, shift, step, [&] {
-    RingReader from_out(out.get(), kRing, 1, &credits[1].v);
-    std::uint64_t seq = 1;
-    for (std::uint64_t got = 0; got < o.samples;) {
-      const std::size_t n = from_out.poll(
-          [&](const Tick& r) {
-            write_slot(back[seq & (kRing - 1)], r, seq, r.send_ts, false);
-            ++seq;
-          },
-          1);
-      if (n == 0) cpu_relax();
-      got += n;
-    }
-  });
+  std::uint64_t seq = 1;
+  auto echo = [&] {
+    return from_out.poll(
+        [&](const Tick& r) {
+          write_slot(back[seq & (kRing - 1)], r, seq, r.send_ts, false);
+          ++seq;
+        },
+        1);
+  };
+  return one_run(o, layout, step, echo);
 }
 
 // A channel of its own for each run, one subscriber, a ring as tickrail-bench's.
@@ -125,7 +125,7 @@ PublisherConfig run_config(const Options& o, bool stamp) {
   return pc;
 }
 
-double tickrail_run(const Options& o, int shift) {
+double tickrail_run(const Options& o, Layout layout) {
   PublisherConfig pc = run_config(o, false);
   Channel out(pc, "subscriber of " + pc.channel);
   pc.channel += "-back";
@@ -139,17 +139,14 @@ double tickrail_run(const Options& o, int shift) {
       if (back.sub.poll([&](const Tick& r) { answered = r.order_ref == i; }, 1) == 0) cpu_relax();
     }
   };
-  return one_run(o, shift, step, [&] {
-    for (std::uint64_t got = 0; got < o.samples;) {
-      const std::size_t n = out.sub.poll(
-          [&](const Tick& r) {
-            while (back.pub.publish(r).status == PublishStatus::back_pressured) cpu_relax();
-          },
-          1);
-      if (n == 0) cpu_relax();
-      got += n;
-    }
-  });
+  auto echo = [&] {
+    return out.sub.poll(
+        [&](const Tick& r) {
+          while (back.pub.publish(r).status == PublishStatus::back_pressured) cpu_relax();
+        },
+        1);
+  };
+  return one_run(o, layout, step, echo);
 }
 
 // One way: the sender publishes tick i stamped, every kGapNs; the receiving loop, one copy per
@@ -157,37 +154,34 @@ double tickrail_run(const Options& o, int shift) {
 constexpr double kGapNs = 2000;
 
 template <class Send, class Poll>
-double one_way_run(const Options& o, int shift, Send&& send, Poll& poll) {
-  std::vector<std::uint64_t> lat = bench::one_way(o.receiver_cpu, shift, o.samples, kGapNs, send, poll);
+double one_way_run(const Options& o, Layout layout, Send& send, Poll& poll) {
+  std::vector<std::uint64_t> lat = bench::one_way(o.receiver_cpu, layout, o.samples, kGapNs, send, poll);
   return median_of(lat);
 }
 
-double ring_one_way_run(const Options& o, int shift) {
+double ring_one_way_run(const Options& o, Layout layout) {
   const auto ring = std::make_unique<Slot[]>(kRing);
   const auto credit = std::make_unique<Line[]>(1);
   RingReader reader(ring.get(), kRing, 1, &credit[0].v);
   const Tick blank{};
+  auto send = [&](std::uint64_t i) { write_slot(ring[i & (kRing - 1)], blank, i, Clock::now(), false); };
   auto poll = [&](auto& handler) { return reader.poll(handler, 256); };
-  return one_way_run(
-      o, shift, [&](std::uint64_t i) { write_slot(ring[i & (kRing - 1)], blank, i, Clock::now(), false); },
-      poll);
+  return one_way_run(o, layout, send, poll);
 }
 
-double tickrail_one_way_run(const Options& o, int shift) {
+double tickrail_one_way_run(const Options& o, Layout layout) {
   const PublisherConfig pc = run_config(o, true);
   Channel ch(pc, "subscriber of " + pc.channel);
   const Tick blank{};
+  auto send = [&](std::uint64_t) {
+    while (ch.pub.publish(blank).status == PublishStatus::back_pressured) cpu_relax();
+  };
   auto poll = [&](auto& handler) { return ch.sub.poll(handler, 256); };
-  return one_way_run(
-      o, shift,
-      [&](std::uint64_t) {
-        while (ch.pub.publish(blank).status == PublishStatus::back_pressured) cpu_relax();
-      },
-      poll);
+  return one_way_run(o, layout, send, poll);
 }
 
 constexpr const char* kNames[] = {"floor", "ring", "tickrail", "ring 1-way", "tickrail 1-way"};
-constexpr double (*kRuns[])(const Options&, int) = {&floor_run, &ring_run, &tickrail_run, &ring_one_way_run,
+constexpr double (*kRuns[])(const Options&, Layout) = {&floor_run, &ring_run, &tickrail_run, &ring_one_way_run,
                                                      &tickrail_one_way_run};
 constexpr int kContenders = 5;
 
@@ -209,7 +203,7 @@ int run(const Options& o) {
     return 1;
   }
   std::printf("ring_pingpong: sender cpu %d, receiver cpu %d; p50 in ns of %llu round trips (RTT/2) "
-              "or ticks (one way) per run, one run per code shift (0..%d bytes), fresh memory each; "
+              "or ticks (one way) per run, one run per layout (both sides' loops shifted by 0..%d bytes), fresh memory each; "
               "tickrail's live counters %s\n",
               o.sender_cpu, o.receiver_cpu, static_cast<unsigned long long>(o.samples), 8 * (kShifts - 1),
               o.stats.c_str());
@@ -218,13 +212,13 @@ int run(const Options& o) {
   for (int r = 0; r < o.rounds; ++r) {
     std::vector<double> runs[kContenders];
     for (int k = 0; k < kShifts; ++k) {
-      const int shift = (k + r) % kShifts;
+      const Layout layout = Layout::nth(k, r);
       for (int j = 0; j < kContenders; ++j) {
         const int c = (j + r + k) % kContenders;  // each contender first in turn
-        runs[c].push_back(kRuns[c](o, shift));
+        runs[c].push_back(kRuns[c](o, layout));
       }
     }
-    std::printf("  round %d (runs in shift order from %d bytes):\n", r + 1, 8 * (r % kShifts));
+    std::printf("  round %d (runs in layout order):\n", r + 1);
     double m[kContenders];
     for (int c = 0; c < kContenders; ++c) {
       print_runs(kNames[c], runs[c]);
@@ -257,7 +251,7 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{"ping-pong RTT/2 and one-way latency over code and memory layouts: the cache-line "
                "floor, the ring protocol alone, and tickrail over shm"};
-  app.add_option("--rounds", o.rounds, "rounds (each: every contender once per code shift)")
+  app.add_option("--rounds", o.rounds, "rounds (each: every contender once per layout)")
       ->check(CLI::Range(1, 10000));
   app.add_option("--samples", o.samples, "round trips (one way: ticks) per run")
       ->check(CLI::Range(std::uint64_t{100}, std::uint64_t{100'000'000}));

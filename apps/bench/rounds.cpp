@@ -1,8 +1,21 @@
 #include "rounds.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 namespace tickrail::bench {
+
+FreshPage::FreshPage()
+    : p_(::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0)) {
+  if (p_ == MAP_FAILED) {
+    throw Error(Errc::unsupported, std::string("a fresh page for the floor's lines: mmap: ") + std::strerror(errno));
+  }
+}
+
+FreshPage::~FreshPage() { ::munmap(p_, kBytes); }
 
 double median_of(std::vector<std::uint64_t>& v) {
   std::sort(v.begin(), v.end());

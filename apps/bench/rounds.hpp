@@ -60,10 +60,19 @@ inline void spin_until(std::uint64_t t) {
 
 // ---- code layouts ---------------------------------------------------------------------------
 // On this kind of VM the same spinning loop can settle a third faster or slower by where its
-// code lies (BENCHMARKS.md, #17, session 19). So a latency contender's timed loop comes in
+// code lies (BENCHMARKS.md, #17, session 19). So both sides' loops of a latency contender come in
 // kShifts copies, each moved by 8 k bytes of NOPs, and a contender measured over layouts runs
-// once per copy.
+// once per pair of copies.
 inline constexpr int kShifts = 8;
+
+// Which copy each side runs, 0..kShifts-1.
+struct Layout {
+  int send = 0;
+  int receive = 0;
+  // The k-th of a round's layouts: the sending side's shifts in turn, the receiving side's in
+  // another order (3 is prime to kShifts), so that the pairs differ from round to round.
+  static Layout nth(int k, int round) { return {(k + round) % kShifts, (3 * k + 5 * round + 1) % kShifts}; }
+};
 
 // K bytes of NOPs jumped over: moves the code after it by K bytes.
 template <int K>
@@ -85,65 +94,113 @@ template <int K, class Step>
   }
 }
 
-// The receiving loop: spins on `poll(record)` until `samples` ticks; now - send_ts of each, ns,
-// into `lat`.
+// The echoing loop: spins on `poll()` (how many it answered) until `samples` are answered.
+template <int K, class Poll>
+[[gnu::noinline]] void echo_loop(std::uint64_t samples, Poll& poll) {
+  for (std::uint64_t got = 0; got < samples;) {
+    shift_code<K>();
+    const std::size_t n = poll();
+    if (n == 0) cpu_relax();
+    got += n;
+  }
+}
+
+// The sending loop of one way: `send(i)` every `gap` cycles.
+template <int K, class Send>
+[[gnu::noinline]] void send_loop(std::uint64_t samples, std::uint64_t gap, Send& send) {
+  std::uint64_t next = Clock::now() + gap;
+  for (std::uint64_t i = 1; i <= samples; ++i) {
+    spin_until(next);
+    next += gap;
+    shift_code<K>();
+    send(i);
+  }
+}
+
+// The receiving loop: spins on `poll(record)` (how many ticks it consumed) until `samples` ticks;
+// now - send_ts of each it handed to `record`, ns, into `lat`.
 template <int K, class Poll>
 [[gnu::noinline]] void receive_loop(std::uint64_t samples, Poll& poll, std::vector<std::uint64_t>& lat) {
   const Clock& clk = Clock::instance();
   auto record = [&](const Tick& t) {
     lat.push_back(static_cast<std::uint64_t>(clk.to_ns(Clock::now() - t.send_ts)));
   };
-  while (lat.size() < samples) {
+  for (std::uint64_t got = 0; got < samples;) {
     shift_code<K>();
-    if (poll(record) == 0) cpu_relax();
+    const std::size_t n = poll(record);
+    if (n == 0) cpu_relax();
+    got += n;
   }
 }
 
+// The kShifts copies of each loop, by shift.
 template <class Step, int... K>
 constexpr auto ping_loops(std::integer_sequence<int, K...>) {
   using Loop = void (*)(std::uint64_t, Step&, std::vector<std::uint64_t>&);
   return std::array<Loop, sizeof...(K)>{&ping_loop<K * 8, Step>...};
 }
 template <class Poll, int... K>
+constexpr auto echo_loops(std::integer_sequence<int, K...>) {
+  using Loop = void (*)(std::uint64_t, Poll&);
+  return std::array<Loop, sizeof...(K)>{&echo_loop<K * 8, Poll>...};
+}
+template <class Send, int... K>
+constexpr auto send_loops(std::integer_sequence<int, K...>) {
+  using Loop = void (*)(std::uint64_t, std::uint64_t, Send&);
+  return std::array<Loop, sizeof...(K)>{&send_loop<K * 8, Send>...};
+}
+template <class Poll, int... K>
 constexpr auto receive_loops(std::integer_sequence<int, K...>) {
   using Loop = void (*)(std::uint64_t, Poll&, std::vector<std::uint64_t>&);
   return std::array<Loop, sizeof...(K)>{&receive_loop<K * 8, Poll>...};
 }
+inline std::size_t copy(int shift) { return static_cast<std::size_t>(shift % kShifts); }
 
-// A ping-pong on two cores: this thread pings with the loop of code shift `shift` (0..kShifts-1),
-// a thread on `receiver_cpu` runs `echo`. Returns the RTT/2 samples, ns.
+// A ping-pong on two cores in `layout`: this thread pings (`step(i)`: sends i, spins until it
+// is back), a thread on `receiver_cpu` echoes (`echo()`: answers what came, returns how many).
+// Returns the RTT/2 samples, ns.
 template <class Step, class Echo>
-std::vector<std::uint64_t> ping_pong(int receiver_cpu, int shift, std::uint64_t samples, Step& step, Echo&& echo) {
-  static constexpr auto loops = ping_loops<Step>(std::make_integer_sequence<int, kShifts>{});
+std::vector<std::uint64_t> ping_pong(int receiver_cpu, Layout layout, std::uint64_t samples, Step& step, Echo& echo) {
+  static constexpr auto pings = ping_loops<Step>(std::make_integer_sequence<int, kShifts>{});
+  static constexpr auto echoes = echo_loops<Echo>(std::make_integer_sequence<int, kShifts>{});
   std::vector<std::uint64_t> half;
   half.reserve(samples);
-  on_two_cores(receiver_cpu, [&] { loops[static_cast<std::size_t>(shift % kShifts)](samples, step, half); }, echo);
+  on_two_cores(
+      receiver_cpu, [&] { pings[copy(layout.send)](samples, step, half); },
+      [&] { echoes[copy(layout.receive)](samples, echo); });
   return half;
 }
 
-// One way: this thread calls `send(i)` every `gap_ns` (the tick stamped by it or by the
-// transport); a thread on `receiver_cpu` receives with the loop of code shift `shift`. Returns
-// the latencies, ns.
+// One way in `layout`: this thread calls `send(i)` every `gap_ns` (the tick stamped by it or by
+// the transport); a thread on `receiver_cpu` receives (`poll(handler)`). Returns the latencies, ns.
 template <class Send, class Poll>
-std::vector<std::uint64_t> one_way(int receiver_cpu, int shift, std::uint64_t samples, double gap_ns, Send&& send,
+std::vector<std::uint64_t> one_way(int receiver_cpu, Layout layout, std::uint64_t samples, double gap_ns, Send& send,
                                    Poll& poll) {
-  static constexpr auto loops = receive_loops<Poll>(std::make_integer_sequence<int, kShifts>{});
+  static constexpr auto sends = send_loops<Send>(std::make_integer_sequence<int, kShifts>{});
+  static constexpr auto receives = receive_loops<Poll>(std::make_integer_sequence<int, kShifts>{});
   std::vector<std::uint64_t> lat;
   lat.reserve(samples);
   const std::uint64_t gap = Clock::instance().ns_to_cycles(gap_ns);
   on_two_cores(
-      receiver_cpu,
-      [&] {
-        std::uint64_t next = Clock::now() + gap;
-        for (std::uint64_t i = 1; i <= samples; ++i) {
-          spin_until(next);
-          next += gap;
-          send(i);
-        }
-      },
-      [&] { loops[static_cast<std::size_t>(shift % kShifts)](samples, poll, lat); });
+      receiver_cpu, [&] { sends[copy(layout.send)](samples, gap, send); },
+      [&] { receives[copy(layout.receive)](samples, poll, lat); });
   return lat;
 }
+
+// A page fresh from the kernel, for one run's lines: a ping-pong's figure here moves with where
+// its lines lie, so each run of the floor gets memory of its own, as each channel does.
+class FreshPage {
+ public:
+  FreshPage();  // throws Error when the kernel has no page to give
+  ~FreshPage();
+  FreshPage(const FreshPage&) = delete;
+  FreshPage& operator=(const FreshPage&) = delete;
+  [[nodiscard]] void* get() const noexcept { return p_; }
+  static constexpr std::size_t kBytes = 4096;
+
+ private:
+  void* p_;
+};
 
 // The median of samples that come in steps (a virtual TSC may advance 20 cycles at a time, 10 ns
 // here): the median step, interpolated within it by how many samples fall below and on it, as

@@ -266,6 +266,10 @@ TEST_CASE("tickrail-bench rounds over layouts: each latency contender runs once 
     CHECK(j["latency_ns"][series]["count"] == 1800);
     CHECK(j["latency_ns"][series]["lost"] == 0);
   }
+  // Stamps the receiver was away for are counted, not timed.
+  CHECK(j["latency_ns"]["floor_one_way"]["count"] > 0);
+  CHECK(j["latency_ns"]["floor_one_way"]["count"] <= 1800);
+  CHECK(j["p50_ratio_to_one_way_floor_median"]["tickrail_shm"].get<double>() > 0);
   std::filesystem::remove(json_path);
   std::filesystem::remove(log);
 }
