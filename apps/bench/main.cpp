@@ -48,7 +48,6 @@
 #include <functional>
 #include <iostream>
 #include <memory>
-#include <new>
 #include <optional>
 #include <thread>
 #include <linux/perf_event.h>
@@ -502,7 +501,7 @@ struct Latencies {
 Latencies latency_over_layouts(const Options& o, int r, Channels& ch, Results& res) {
   const std::uint64_t samples = std::max<std::uint64_t>(100, o.samples / static_cast<std::uint64_t>(o.layouts));
   // Kept until the round ends, so that each run's lines and queue lie where no earlier run's did.
-  std::vector<std::unique_ptr<bench::FreshPage>> pages;
+  std::vector<std::unique_ptr<bench::FreshMemory>> pages;
   std::vector<std::unique_ptr<boost::lockfree::spsc_queue<Tick>>> queues;
   const auto one_way = [&](Layout layout, const PublisherConfig& c, Histogram& h) {
     Channel m(ch.for_run(c, "run"), "subscriber");
@@ -516,11 +515,8 @@ Latencies latency_over_layouts(const Options& o, int r, Channels& ch, Results& r
   Histogram pp_off;  // not reported: only its p50s count
   std::vector<std::function<double(Layout)>> contenders{
       [&](Layout layout) {
-        pages.push_back(std::make_unique<bench::FreshPage>());
-        auto* lines = static_cast<Line*>(pages.back()->get());
-        new (lines) Line;
-        new (lines + 1) Line;
-        return floor_run(o, layout, samples, lines, res.floor);
+        pages.push_back(std::make_unique<bench::FreshMemory>());
+        return floor_run(o, layout, samples, pages.back()->make<Line>(2), res.floor);
       },
       [&](Layout layout) {
         queues.push_back(std::make_unique<boost::lockfree::spsc_queue<Tick>>(4096));
@@ -529,8 +525,8 @@ Latencies latency_over_layouts(const Options& o, int r, Channels& ch, Results& r
       [&](Layout layout) { return one_way(layout, ch.config, res.tickrail); },
       [&](Layout layout) { return ping_pong(layout, ch.pingpong, res.pingpong); },
       [&](Layout layout) {
-        pages.push_back(std::make_unique<bench::FreshPage>());
-        return floor_one_way_run(o, layout, samples, new (pages.back()->get()) StampLine, res.floor_one_way);
+        pages.push_back(std::make_unique<bench::FreshMemory>());
+        return floor_one_way_run(o, layout, samples, pages.back()->make<StampLine>(), res.floor_one_way);
       }};
   if (o.stats == "both") {
     PublisherConfig off = ch.config, pp = ch.pingpong;

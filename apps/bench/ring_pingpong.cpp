@@ -70,7 +70,8 @@ double one_run(const Options& o, Layout layout, Step& step, Echo& echo) {
 }
 
 double floor_run(const Options& o, Layout layout) {
-  const auto lines = std::make_unique<Line[]>(2);
+  bench::FreshMemory memory;
+  Line* lines = memory.make<Line>(2);
   Line& ping = lines[0];
   Line& pong = lines[1];
   auto step = [&](std::uint64_t i) {
@@ -87,11 +88,13 @@ double floor_run(const Options& o, Layout layout) {
 }
 
 double ring_run(const Options& o, Layout layout) {
-  const auto out = std::make_unique<Slot[]>(kRing);  // value-initialised: every slot unwritten
-  const auto back = std::make_unique<Slot[]>(kRing);
-  const auto credits = std::make_unique<Line[]>(2);
-  RingReader from_back(back.get(), kRing, 1, &credits[0].v);
-  RingReader from_out(out.get(), kRing, 1, &credits[1].v);
+  // Each ring in a mapping of its own, as a channel's is: zeroed, so every slot unwritten.
+  bench::FreshMemory out_memory(kRing * sizeof(Slot)), back_memory(kRing * sizeof(Slot)), credit_memory;
+  Slot* out = out_memory.make<Slot>(kRing);
+  Slot* back = back_memory.make<Slot>(kRing);
+  Line* credits = credit_memory.make<Line>(2);
+  RingReader from_back(back, kRing, 1, &credits[0].v);
+  RingReader from_out(out, kRing, 1, &credits[1].v);
   Tick t{};
   auto step = [&](std::uint64_t i) {
     t.order_ref = i;
@@ -160,9 +163,9 @@ double one_way_run(const Options& o, Layout layout, Send& send, Poll& poll) {
 }
 
 double ring_one_way_run(const Options& o, Layout layout) {
-  const auto ring = std::make_unique<Slot[]>(kRing);
-  const auto credit = std::make_unique<Line[]>(1);
-  RingReader reader(ring.get(), kRing, 1, &credit[0].v);
+  bench::FreshMemory ring_memory(kRing * sizeof(Slot)), credit_memory;
+  Slot* ring = ring_memory.make<Slot>(kRing);
+  RingReader reader(ring, kRing, 1, &credit_memory.make<Line>()->v);
   const Tick blank{};
   auto send = [&](std::uint64_t i) { write_slot(ring[i & (kRing - 1)], blank, i, Clock::now(), false); };
   auto poll = [&](auto& handler) { return reader.poll(handler, 256); };

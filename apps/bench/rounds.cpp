@@ -5,17 +5,19 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 namespace tickrail::bench {
 
-FreshPage::FreshPage()
-    : p_(::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0)) {
+FreshMemory::FreshMemory(std::size_t bytes)
+    : bytes_(bytes), p_(::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0)) {
   if (p_ == MAP_FAILED) {
-    throw Error(Errc::unsupported, std::string("a fresh page for the floor's lines: mmap: ") + std::strerror(errno));
+    throw Error(Errc::unsupported, "fresh memory for a run (" + std::to_string(bytes) + " bytes): mmap: " +
+                                       std::strerror(errno));
   }
 }
 
-FreshPage::~FreshPage() { ::munmap(p_, kBytes); }
+FreshMemory::~FreshMemory() { ::munmap(p_, bytes_); }
 
 double median_of(std::vector<std::uint64_t>& v) {
   std::sort(v.begin(), v.end());

@@ -7,7 +7,9 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <new>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -187,18 +189,27 @@ std::vector<std::uint64_t> one_way(int receiver_cpu, Layout layout, std::uint64_
   return lat;
 }
 
-// A page fresh from the kernel, for one run's lines: a ping-pong's figure here moves with where
-// its lines lie, so each run of the floor gets memory of its own, as each channel does.
-class FreshPage {
+// Memory fresh from the kernel (whole pages, zeroed), for one run's lines or rings: a ping-pong's
+// figure here moves with where its lines lie and what memory they are in (a heap's or a mapping's
+// of their own), so each run gets memory of its own, as each of tickrail's channels does.
+class FreshMemory {
  public:
-  FreshPage();  // throws Error when the kernel has no page to give
-  ~FreshPage();
-  FreshPage(const FreshPage&) = delete;
-  FreshPage& operator=(const FreshPage&) = delete;
+  explicit FreshMemory(std::size_t bytes = 4096);  // throws Error when the kernel has none to give
+  ~FreshMemory();
+  FreshMemory(const FreshMemory&) = delete;
+  FreshMemory& operator=(const FreshMemory&) = delete;
   [[nodiscard]] void* get() const noexcept { return p_; }
-  static constexpr std::size_t kBytes = 4096;
+  // `n` objects of T made in it (T trivially destructible: nothing to undo).
+  template <class T>
+  T* make(std::size_t n = 1) {
+    static_assert(std::is_trivially_destructible_v<T>);
+    T* t = static_cast<T*>(p_);
+    for (std::size_t i = 0; i < n; ++i) new (t + i) T();
+    return t;
+  }
 
  private:
+  std::size_t bytes_;
   void* p_;
 };
 
