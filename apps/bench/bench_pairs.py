@@ -58,7 +58,7 @@ def run_one(binary: str, cpus, extra, json_path: Path) -> dict:
         "tp_spsc": j["throughput_ratio_tickrail_to_spsc_median"],
         "tp_stamped": tp["tickrail_shm_stamped"],
     }
-    # --stats both: the counters-off channel's figures are on the round's second line only.
+    # --stats both: the counters-off figures are on the round's "counters off" line only.
     m = re.search(r"counters off: p50 +([\d.]+) ns.*throughput +([\d.]+) M/s", r.stdout)
     if m:
         fig["p50_off"] = float(m.group(1))

@@ -37,38 +37,13 @@ SubscriberConfig line_subscriber(const FailoverBenchOptions& o, const std::strin
   return c;
 }
 
-void publish_spinning(Publisher& p, const Tick& t) {
-  while (p.publish(t).status == PublishStatus::back_pressured) cpu_relax();
-}
-
 // One round of one contender: `samples` ticks `gap_ns` apart, sent by `send(i)`, received by
 // `poll(record)`; the median one-way latency, ns.
 template <class Send, class Poll>
-double latency_round(const FailoverBenchOptions& o, Histogram& h, Send&& send, Poll&& poll) {
-  const Clock& clk = Clock::instance();
-  const std::uint64_t gap = clk.ns_to_cycles(static_cast<double>(o.gap_ns));
-  std::vector<std::uint64_t> lat;
-  lat.reserve(o.samples);
-  auto record = [&](const Tick& t) {
-    const auto ns = static_cast<std::uint64_t>(clk.to_ns(Clock::now() - t.send_ts));
-    h.record(ns);
-    lat.push_back(ns);
-  };
-  on_two_cores(
-      o.receiver_cpu,
-      [&] {
-        std::uint64_t next = Clock::now() + gap;
-        for (std::uint64_t i = 1; i <= o.samples; ++i) {
-          spin_until(next);
-          next += gap;
-          send(i);
-        }
-      },
-      [&] {
-        while (lat.size() < o.samples) {
-          if (poll(record) == 0) cpu_relax();
-        }
-      });
+double latency_round(const FailoverBenchOptions& o, Histogram& h, Send& send, Poll& poll) {
+  std::vector<std::uint64_t> lat =
+      one_way(o.receiver_cpu, Layout{}, o.samples, static_cast<double>(o.gap_ns), send, poll);
+  for (const std::uint64_t ns : lat) h.record(ns);
   return median_of(lat);
 }
 

@@ -5,15 +5,17 @@
 // short alternating rounds and each is reported as a ratio to the floor measured in the same
 // round, not only as absolute figures.
 //
-//   floor     a cache-line ping-pong between the two threads: half the round trip
-//   spsc      boost::lockfree::spsc_queue<Tick>: one-way, receive TSC minus the send stamp
-//   tickrail  Publisher -> Subscriber over shm: one-way, receive TSC minus Tick::send_ts
-//   pingpong  tickrail both ways: a tick out on one channel, back on another, RTT/2 as the floor
-//             is measured (unstamped channels; what Aeron's ping sample reports)
+//   floor          a cache-line ping-pong between the two threads: half the round trip
+//   floor one way  one line carrying a TSC stamp, written every gap, read by a spinning receiver
+//   spsc           boost::lockfree::spsc_queue<Tick>: one-way, receive TSC minus the send stamp
+//   tickrail       Publisher -> Subscriber over shm: one-way, receive TSC minus Tick::send_ts
+//   pingpong       tickrail both ways: a tick out on one channel, back on another, RTT/2 as the
+//                  floor is measured (unstamped channels; what Aeron's ping sample reports)
 //
 // Latency rounds send one tick at a time at a fixed gap (no queueing), each contender once per
-// code layout (--layouts: its timed loop moved by 8-byte steps, memory and channels made for the
-// run; on this kind of VM a loop's figure moves by a third with where it lies); throughput rounds push
+// layout (--layouts: a pair of code copies for the two sides' loops, and memory and channels made
+// for the run; on this kind of VM a loop's figure moves by a third with where its code and lines
+// lie); throughput rounds push
 // as fast as the consumer allows, one tick per call, the consumer draining in batches; in them
 // neither contender stamps a send time (tickrail's stamped rate is printed beside).
 //
@@ -92,9 +94,7 @@ using bench::Layout;
 using bench::median_of;
 using bench::spin_until;
 
-struct alignas(128) Line {
-  std::atomic<std::uint64_t> v{0};
-};
+using bench::Line;
 
 // Instructions retired in user space by the calling thread, where the CPU counts them for us
 // (not in most VMs); valid() false otherwise.
@@ -135,45 +135,36 @@ double recorded(std::vector<std::uint64_t>& samples, Histogram& h) {
 
 // The floor: half the round trip of a cache-line ping-pong between the two threads.
 double floor_run(const Options& o, Layout layout, std::uint64_t samples, Line* lines, Histogram& h) {
-  Line& ping = lines[0];
-  Line& pong = lines[1];
-  auto step = [&](std::uint64_t i) {
-    ping.v.store(i, std::memory_order_release);
-    while (pong.v.load(std::memory_order_acquire) != i) cpu_relax();
-  };
-  std::uint64_t next = 1;
-  auto echo = [&]() -> std::size_t {
-    if (ping.v.load(std::memory_order_acquire) != next) return 0;
-    pong.v.store(next++, std::memory_order_release);
-    return 1;
-  };
-  std::vector<std::uint64_t> half = bench::ping_pong(o.receiver_cpu, layout, samples, step, echo);
+  std::vector<std::uint64_t> half = bench::floor_ping_pong(o.receiver_cpu, layout, samples, lines);
   return recorded(half, h);
 }
 
 // The one-way floor: the sender stores its TSC in a line every gap, the receiver spins on the
 // line and takes now minus the stamp it finds. What one line costs one way at the latency
 // rounds' pace, and between the two cores' clocks, as tickrail's one-way figure is taken.
-// The stamp and its number share the line; a receiver that missed stamps (preempted) counts them
-// and takes the last one only.
+// The stamp and its number share the line, as a seqlock: the number is odd while the stamp is
+// being written, 2 i once stamp i is there. A receiver that missed stamps (away longer than a
+// gap) counts them and times the last one only.
 struct alignas(2 * kCacheLine) StampLine {
   std::atomic<std::uint64_t> n{0};
   std::atomic<std::uint64_t> stamp{0};
 };
 double floor_one_way_run(const Options& o, Layout layout, std::uint64_t samples, StampLine* line, Histogram& h) {
   auto send = [&](std::uint64_t i) {
+    line->n.store(2 * i - 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
     line->stamp.store(Clock::now(), std::memory_order_relaxed);
-    line->n.store(i, std::memory_order_release);
+    line->n.store(2 * i, std::memory_order_release);
   };
   std::uint64_t last = 0;
   auto poll = [&](auto& handler) -> std::size_t {
     const std::uint64_t n = line->n.load(std::memory_order_acquire);
-    if (n == last) return 0;
+    if (n == last || (n & 1) != 0) return 0;
     Tick t{};
     t.send_ts = line->stamp.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (line->n.load(std::memory_order_relaxed) != n) return 0;  // a newer stamp came meanwhile: look again
-    const std::uint64_t consumed = n - last;
+    if (line->n.load(std::memory_order_relaxed) != n) return 0;  // rewritten meanwhile: look again
+    const std::uint64_t consumed = (n - last) / 2;
     last = n;
     handler(t);
     return consumed;
@@ -184,6 +175,17 @@ double floor_one_way_run(const Options& o, Layout layout, std::uint64_t samples,
 }
 
 // ---- spsc_queue ----------------------------------------------------------------------------
+// Fills a new queue once and empties it: its storage's pages are then there before the timing,
+// as a channel's ring's are (mapped populated).
+void touch(boost::lockfree::spsc_queue<Tick>& q) {
+  const Tick blank{};
+  while (q.push(blank)) {
+  }
+  Tick t;
+  while (q.pop(t)) {
+  }
+}
+
 double spsc_run(const Options& o, Layout layout, std::uint64_t samples, boost::lockfree::spsc_queue<Tick>& q,
                 Histogram& h) {
   Tick t{};
@@ -234,7 +236,7 @@ double spsc_throughput_round(const Options& o, boost::lockfree::spsc_queue<Tick>
 
 // ---- tickrail shm --------------------------------------------------------------------------
 // One way. `mix`: the ticks to publish (the table's contenders), else the same blank tick.
-double tickrail_run(const Options& o, Layout layout, std::uint64_t samples, Publisher& pub, Subscriber& sub,
+double tickrail_one_way_run(const Options& o, Layout layout, std::uint64_t samples, Publisher& pub, Subscriber& sub,
                     Histogram& h, bench::TickMix* mix = nullptr) {
   const Tick blank{};
   auto send = [&](std::uint64_t) {
@@ -296,23 +298,7 @@ double tickrail_instructions_per_tick(Publisher& pub, Subscriber& sub) {
 // RTT/2 of a tick sent on `out` and echoed back on `back` by the other core.
 double pingpong_run(const Options& o, Layout layout, std::uint64_t samples, bench::Channel& out, bench::Channel& back,
                     Histogram& h) {
-  Tick t{};
-  auto step = [&](std::uint64_t i) {
-    t.order_ref = i;
-    while (out.pub.publish(t).status == PublishStatus::back_pressured) cpu_relax();
-    bool answered = false;
-    while (!answered) {
-      if (back.sub.poll([&](const Tick& r) { answered = r.order_ref == i; }, 1) == 0) cpu_relax();
-    }
-  };
-  auto echo = [&] {
-    return out.sub.poll(
-        [&](const Tick& r) {
-          while (back.pub.publish(r).status == PublishStatus::back_pressured) cpu_relax();
-        },
-        1);
-  };
-  std::vector<std::uint64_t> half = bench::ping_pong(o.receiver_cpu, layout, samples, step, echo);
+  std::vector<std::uint64_t> half = bench::channel_ping_pong(o.receiver_cpu, layout, samples, out, back);
   return recorded(half, h);
 }
 
@@ -471,9 +457,9 @@ using bench::median;
 bench::OnOffRound state_pair(const Options& o, int r, Channels& ch, Results& res) {
   bench::OnOffRound p;
   bench::TickMix* mix = ch.table_mix();
-  const auto lat_on = [&] { p.p50_on = tickrail_run(o, Layout{}, o.samples, ch.main->pub, ch.main->sub, res.state_on, mix); };
+  const auto lat_on = [&] { p.p50_on = tickrail_one_way_run(o, Layout{}, o.samples, ch.main->pub, ch.main->sub, res.state_on, mix); };
   const auto lat_off = [&] {
-    p.p50_off = tickrail_run(o, Layout{}, o.samples, ch.state_off->pub, ch.state_off->sub, res.state_off, mix);
+    p.p50_off = tickrail_one_way_run(o, Layout{}, o.samples, ch.state_off->pub, ch.state_off->sub, res.state_off, mix);
   };
   const auto tp_on = [&] { p.tp_on = tickrail_throughput_round(o, ch.unstamped->pub, ch.unstamped->sub, mix); };
   const auto tp_off = [&] {
@@ -485,6 +471,11 @@ bench::OnOffRound state_pair(const Options& o, int r, Channels& ch, Results& res
     lat_on(), lat_off(), tp_off(), tp_on();
   }
   return p;
+}
+
+// The samples of one latency run: a round's share among its layouts, at least 100.
+std::uint64_t samples_per_run(const Options& o) {
+  return std::max<std::uint64_t>(100, o.samples / static_cast<std::uint64_t>(o.layouts));
 }
 
 // A round's latency contenders over layouts: each runs once per layout (--layouts of them: pairs
@@ -499,15 +490,15 @@ struct Latencies {
   std::string spread;                         // each contender's runs' p50s, lowest to highest
 };
 Latencies latency_over_layouts(const Options& o, int r, Channels& ch, Results& res) {
-  const std::uint64_t samples = std::max<std::uint64_t>(100, o.samples / static_cast<std::uint64_t>(o.layouts));
+  const std::uint64_t samples = samples_per_run(o);
   // Kept until the round ends, so that each run's lines and queue lie where no earlier run's did.
   std::vector<std::unique_ptr<bench::FreshMemory>> pages;
   std::vector<std::unique_ptr<boost::lockfree::spsc_queue<Tick>>> queues;
-  const auto one_way = [&](Layout layout, const PublisherConfig& c, Histogram& h) {
+  const auto tickrail_one_way = [&](Layout layout, const PublisherConfig& c, Histogram& h) {
     Channel m(ch.for_run(c, "run"), "subscriber");
-    return tickrail_run(o, layout, samples, m.pub, m.sub, h, ch.table_mix());
+    return tickrail_one_way_run(o, layout, samples, m.pub, m.sub, h, ch.table_mix());
   };
-  const auto ping_pong = [&](Layout layout, const PublisherConfig& c, Histogram& h) {
+  const auto tickrail_ping_pong = [&](Layout layout, const PublisherConfig& c, Histogram& h) {
     Channel out(ch.for_run(c, "ping"), "ping channel's subscriber");
     Channel back(ch.for_run(c, "pong"), "pong channel's subscriber");
     return pingpong_run(o, layout, samples, out, back, h);
@@ -520,10 +511,11 @@ Latencies latency_over_layouts(const Options& o, int r, Channels& ch, Results& r
       },
       [&](Layout layout) {
         queues.push_back(std::make_unique<boost::lockfree::spsc_queue<Tick>>(4096));
+        touch(*queues.back());
         return spsc_run(o, layout, samples, *queues.back(), res.spsc);
       },
-      [&](Layout layout) { return one_way(layout, ch.config, res.tickrail); },
-      [&](Layout layout) { return ping_pong(layout, ch.pingpong, res.pingpong); },
+      [&](Layout layout) { return tickrail_one_way(layout, ch.config, res.tickrail); },
+      [&](Layout layout) { return tickrail_ping_pong(layout, ch.pingpong, res.pingpong); },
       [&](Layout layout) {
         pages.push_back(std::make_unique<bench::FreshMemory>());
         return floor_one_way_run(o, layout, samples, pages.back()->make<StampLine>(), res.floor_one_way);
@@ -531,8 +523,8 @@ Latencies latency_over_layouts(const Options& o, int r, Channels& ch, Results& r
   if (o.stats == "both") {
     PublisherConfig off = ch.config, pp = ch.pingpong;
     off.stats = pp.stats = false;
-    contenders.push_back([&, off](Layout layout) { return one_way(layout, off, res.off); });
-    contenders.push_back([&, pp](Layout layout) { return ping_pong(layout, pp, pp_off); });
+    contenders.push_back([&, off](Layout layout) { return tickrail_one_way(layout, off, res.off); });
+    contenders.push_back([&, pp](Layout layout) { return tickrail_ping_pong(layout, pp, pp_off); });
   }
   const std::size_t n = contenders.size();
   std::vector<std::vector<double>> runs(n);
@@ -558,8 +550,8 @@ Latencies latency_over_layouts(const Options& o, int r, Channels& ch, Results& r
   return l;
 }
 
-// One round: latency of the floor and the contenders over layouts, then the paired on/off
-// comparisons (each on one channel, one layout), then throughput; its line on stdout.
+// One round: the latency contenders over layouts, then throughput (with --stats both, counters
+// off too), then with --state both the table's on/off pairs; its lines on stdout.
 void run_round(const Options& o, int r, Channels& ch, boost::lockfree::spsc_queue<Tick>& q, Results& res) {
   Channel& m = *ch.main;
   const Latencies l = latency_over_layouts(o, r, ch, res);
@@ -659,6 +651,7 @@ nlohmann::json results_json(const Options& o, const Results& res, bool both) {
                   {"sender_cpu", o.sender_cpu}, {"receiver_cpu", o.receiver_cpu}};
   j["rounds"] = o.rounds;
   j["layouts"] = o.layouts;
+  j["samples_per_run"] = samples_per_run(o);
   j["latency_ns"] = {{"floor_rtt_half", to_json(summarize(res.floor))},
                      {"spsc_queue", to_json(summarize(res.spsc))},
                      {"tickrail_shm", to_json(summarize(res.tickrail))}};
@@ -760,16 +753,17 @@ int run_bench(const Options& o) {
               o.rounds, static_cast<unsigned long long>(o.samples),
               static_cast<unsigned long long>(o.gap_ns),
               static_cast<unsigned long long>(o.throughput_ticks));
-  std::printf("  latency over %d code layouts: in each round the floor, spsc_queue, tickrail and the ping-pong "
-              "run once per layout (their timed loop moved by 8-byte steps, memory and channels made for the "
-              "run); a round's figure is the median of its runs' p50s\n",
-              o.layouts);
+  std::printf("  latency over %d layouts: in each round the floor, the one-way floor, spsc_queue, tickrail and the "
+              "ping-pong run once per layout (a pair of code copies for the two sides' loops, memory and channels "
+              "made for the run), %llu samples each; a round's figure is the median of its runs' p50s\n",
+              o.layouts, static_cast<unsigned long long>(samples_per_run(o)));
   // Channels made for every latency run: their "publisher: channel ..." lines would bury the
   // figures (TICKRAIL_LOG still decides when set).
   if (std::getenv("TICKRAIL_LOG") == nullptr) set_log_level(LogLevel::warn);
   Channels ch(o);
   const bool both = ch.off.has_value();
-  std::printf("  live counters: %s\n", both ? "on and off, alternating in each round"
+  std::printf("  live counters: %s\n", both ? "on and off: one way and the ping-pong off are contenders of the same "
+                                                    "layouts, throughput off runs after on in each round"
                                              : (ch.config.stats ? "on" : "off"));
   if (ch.mix) {
     std::printf("  last-value table: %s, %u instruments, classes %s; its channels publish, per 16 "
@@ -798,7 +792,8 @@ int main(int argc, char** argv) {
   cli::Cli command("tickrail-bench", "tickrail-bench: shared-memory path vs the cache-line floor and spsc_queue");
   CLI::App& app = command.app();
   app.add_option("--rounds", o.rounds, "alternating rounds; with --snapshot, the snapshots taken")->check(CLI::Range(1, 10000));
-  app.add_option("--samples", o.samples, "latency samples per contender per round")
+  app.add_option("--samples", o.samples,
+                 "latency samples per contender per round, shared among its layouts (at least 100 a run)")
       ->check(CLI::Range(100, 100'000'000));
   app.add_option("--layouts", o.layouts,
                  "code layouts per round: each latency contender runs once in each, on memory of its own")

@@ -24,7 +24,6 @@
 #include <cstdlib>
 #include <atomic>
 #include <cstdio>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -54,10 +53,7 @@ struct Options {
   std::string stats = "off";
 };
 
-// Two lines apart: the adjacent-line prefetcher fetches 128-byte pairs.
-struct alignas(2 * kCacheLine) Line {
-  std::atomic<std::uint64_t> v{0};
-};
+using bench::Line;
 
 constexpr std::uint64_t kRing = 4096;  // slots, as tickrail-bench's channels
 using bench::kShifts;
@@ -71,20 +67,8 @@ double one_run(const Options& o, Layout layout, Step& step, Echo& echo) {
 
 double floor_run(const Options& o, Layout layout) {
   bench::FreshMemory memory;
-  Line* lines = memory.make<Line>(2);
-  Line& ping = lines[0];
-  Line& pong = lines[1];
-  auto step = [&](std::uint64_t i) {
-    ping.v.store(i, std::memory_order_release);
-    while (pong.v.load(std::memory_order_acquire) != i) cpu_relax();
-  };
-  std::uint64_t next = 1;
-  auto echo = [&]() -> std::size_t {
-    if (ping.v.load(std::memory_order_acquire) != next) return 0;
-    pong.v.store(next++, std::memory_order_release);
-    return 1;
-  };
-  return one_run(o, layout, step, echo);
+  std::vector<std::uint64_t> half = bench::floor_ping_pong(o.receiver_cpu, layout, o.samples, memory.make<Line>(2));
+  return median_of(half);
 }
 
 double ring_run(const Options& o, Layout layout) {
@@ -128,32 +112,18 @@ PublisherConfig run_config(const Options& o, bool stamp) {
   return pc;
 }
 
-double tickrail_run(const Options& o, Layout layout) {
+double tickrail_ping_pong_run(const Options& o, Layout layout) {
   PublisherConfig pc = run_config(o, false);
   Channel out(pc, "subscriber of " + pc.channel);
   pc.channel += "-back";
   Channel back(pc, "subscriber of " + pc.channel);
-  Tick t{};
-  auto step = [&](std::uint64_t i) {
-    t.order_ref = i;
-    while (out.pub.publish(t).status == PublishStatus::back_pressured) cpu_relax();
-    bool answered = false;
-    while (!answered) {
-      if (back.sub.poll([&](const Tick& r) { answered = r.order_ref == i; }, 1) == 0) cpu_relax();
-    }
-  };
-  auto echo = [&] {
-    return out.sub.poll(
-        [&](const Tick& r) {
-          while (back.pub.publish(r).status == PublishStatus::back_pressured) cpu_relax();
-        },
-        1);
-  };
-  return one_run(o, layout, step, echo);
+  std::vector<std::uint64_t> half = bench::channel_ping_pong(o.receiver_cpu, layout, o.samples, out, back);
+  return median_of(half);
 }
 
-// One way: the sender publishes tick i stamped, every kGapNs; the receiving loop, one copy per
-// shift, spins on `poll(handler)` and records now - send_ts. Returns its p50, ns.
+// One way: the sender publishes tick i stamped, every kGapNs; the receiver spins on
+// `poll(handler)` and records now - send_ts, both sides' loops the copies `layout` names.
+// Returns the p50, ns.
 constexpr double kGapNs = 2000;
 
 template <class Send, class Poll>
@@ -177,14 +147,14 @@ double tickrail_one_way_run(const Options& o, Layout layout) {
   Channel ch(pc, "subscriber of " + pc.channel);
   const Tick blank{};
   auto send = [&](std::uint64_t) {
-    while (ch.pub.publish(blank).status == PublishStatus::back_pressured) cpu_relax();
+    bench::publish_spinning(ch.pub, blank);
   };
   auto poll = [&](auto& handler) { return ch.sub.poll(handler, 256); };
   return one_way_run(o, layout, send, poll);
 }
 
 constexpr const char* kNames[] = {"floor", "ring", "tickrail", "ring 1-way", "tickrail 1-way"};
-constexpr double (*kRuns[])(const Options&, Layout) = {&floor_run, &ring_run, &tickrail_run, &ring_one_way_run,
+constexpr double (*kRuns[])(const Options&, Layout) = {&floor_run, &ring_run, &tickrail_ping_pong_run, &ring_one_way_run,
                                                      &tickrail_one_way_run};
 constexpr int kContenders = 5;
 

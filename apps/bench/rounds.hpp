@@ -6,8 +6,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <string>
 #include <new>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -63,24 +63,34 @@ inline void spin_until(std::uint64_t t) {
 // ---- code layouts ---------------------------------------------------------------------------
 // On this kind of VM the same spinning loop can settle a third faster or slower by where its
 // code lies (BENCHMARKS.md, #17, session 19). So both sides' loops of a latency contender come in
-// kShifts copies, each moved by 8 k bytes of NOPs, and a contender measured over layouts runs
-// once per pair of copies.
+// kShifts copies, each a function of its own whose loop body starts with K = 0, 8, .. 56 bytes of
+// NOPs (the assembler's own loop alignment then lands the copies' code at several, not all
+// distinct, offsets), and a contender measured over layouts runs once per pair of copies.
 inline constexpr int kShifts = 8;
 
 // Which copy each side runs, 0..kShifts-1.
 struct Layout {
   int send = 0;
   int receive = 0;
-  // The k-th of a round's layouts: the sending side's shifts in turn, the receiving side's in
-  // another order (3 is prime to kShifts), so that the pairs differ from round to round.
-  static Layout nth(int k, int round) { return {(k + round) % kShifts, (3 * k + 5 * round + 1) % kShifts}; }
+  // The k-th layout of round `round`: over kShifts rounds of kShifts layouts, every one of the
+  // kShifts^2 pairs once (37 is prime to 64), each round's sending copies all different.
+  static Layout nth(int k, int round) {
+    const int i = ((round * kShifts + k) * 37) % (kShifts * kShifts);
+    return {i % kShifts, i / kShifts};
+  }
 };
 
-// K bytes of NOPs jumped over: moves the code after it by K bytes.
+// Two lines apart: the adjacent-line prefetcher fetches 128-byte pairs.
+struct alignas(2 * kCacheLine) Line {
+  std::atomic<std::uint64_t> v{0};
+};
+
+// K bytes of NOPs jumped over: moves the code after it by K bytes (the jump is there for K = 0
+// too, so that every copy runs the same instructions).
 template <int K>
 inline void shift_code() noexcept {
 #if defined(__x86_64__)
-  if constexpr (K > 0) asm volatile("jmp 1f\n\t.skip %c0, 0x90\n1:" ::"i"(K));
+  asm volatile("jmp 1f\n\t.skip %c0, 0x90\n1:" ::"i"(K));
 #endif
 }
 
@@ -189,6 +199,46 @@ std::vector<std::uint64_t> one_way(int receiver_cpu, Layout layout, std::uint64_
   return lat;
 }
 
+// The floor: a cache-line ping-pong between the two threads on `lines[0]` (ping) and `lines[1]`
+// (pong). Returns the RTT/2 samples, ns.
+inline std::vector<std::uint64_t> floor_ping_pong(int receiver_cpu, Layout layout, std::uint64_t samples,
+                                                  Line* lines) {
+  Line& ping = lines[0];
+  Line& pong = lines[1];
+  auto step = [&](std::uint64_t i) {
+    ping.v.store(i, std::memory_order_release);
+    while (pong.v.load(std::memory_order_acquire) != i) cpu_relax();
+  };
+  std::uint64_t next = 1;
+  auto echo = [&]() -> std::size_t {
+    if (ping.v.load(std::memory_order_acquire) != next) return 0;
+    pong.v.store(next++, std::memory_order_release);
+    return 1;
+  };
+  return ping_pong(receiver_cpu, layout, samples, step, echo);
+}
+
+inline void publish_spinning(Publisher& pub, const Tick& t) {
+  while (pub.publish(t).status == PublishStatus::back_pressured) cpu_relax();
+}
+
+// tickrail both ways: a tick out on `out`, echoed back on `back` by the other core. Returns the
+// RTT/2 samples, ns.
+inline std::vector<std::uint64_t> channel_ping_pong(int receiver_cpu, Layout layout, std::uint64_t samples,
+                                                    Channel& out, Channel& back) {
+  Tick t{};
+  auto step = [&](std::uint64_t i) {
+    t.order_ref = i;
+    publish_spinning(out.pub, t);
+    bool answered = false;
+    while (!answered) {
+      if (back.sub.poll([&](const Tick& r) { answered = r.order_ref == i; }, 1) == 0) cpu_relax();
+    }
+  };
+  auto echo = [&] { return out.sub.poll([&](const Tick& r) { publish_spinning(back.pub, r); }, 1); };
+  return ping_pong(receiver_cpu, layout, samples, step, echo);
+}
+
 // Memory fresh from the kernel (whole pages, zeroed), for one run's lines or rings: a ping-pong's
 // figure here moves with where its lines lie and what memory they are in (a heap's or a mapping's
 // of their own), so each run gets memory of its own, as each of tickrail's channels does.
@@ -198,14 +248,18 @@ class FreshMemory {
   ~FreshMemory();
   FreshMemory(const FreshMemory&) = delete;
   FreshMemory& operator=(const FreshMemory&) = delete;
-  [[nodiscard]] void* get() const noexcept { return p_; }
-  // `n` objects of T made in it (T trivially destructible: nothing to undo).
+  // `n` objects of T made at its start (T trivially destructible: nothing to undo); throws Error
+  // when they do not fit.
   template <class T>
   T* make(std::size_t n = 1) {
-    static_assert(std::is_trivially_destructible_v<T>);
-    T* t = static_cast<T*>(p_);
-    for (std::size_t i = 0; i < n; ++i) new (t + i) T();
-    return t;
+    static_assert(std::is_trivially_destructible_v<T> && alignof(T) <= 4096);
+    if (n == 0 || n > bytes_ / sizeof(T)) {
+      throw Error(Errc::invalid_argument, "fresh memory of " + std::to_string(bytes_) + " bytes: no room for " +
+                                              std::to_string(n) + " objects of " + std::to_string(sizeof(T)));
+    }
+    T* first = new (p_) T();
+    for (std::size_t i = 1; i < n; ++i) new (first + i) T();
+    return first;
   }
 
  private:

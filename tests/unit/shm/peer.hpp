@@ -51,6 +51,7 @@ struct Peer {
     REQUIRE(std::string(buf, 5) == "ready");
   }
   void kill9() {
+    if (pid <= 0) return;  // killed already: kill(-1) would reach every process we may signal
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
     remove_counters_file(pid);
