@@ -241,7 +241,7 @@ double tickrail_one_way_run(const Options& o, Layout layout, std::uint64_t sampl
   const Tick blank{};
   auto send = [&](std::uint64_t) {
     const Tick& t = mix != nullptr ? mix->next() : blank;
-    while (pub.publish(t).status == PublishStatus::back_pressured) cpu_relax();
+    bench::publish_spinning(pub, t);
   };
   auto poll = [&](auto& handler) { return sub.poll(handler); };
   std::vector<std::uint64_t> lat =
@@ -260,7 +260,7 @@ double tickrail_throughput_round(const Options& o, Publisher& pub, Subscriber& s
         t0 = Clock::now();
         for (std::uint64_t i = 1; i <= o.throughput_ticks; ++i) {
           const Tick& t = mix != nullptr ? mix->next() : blank;
-          while (pub.publish(t).status == PublishStatus::back_pressured) cpu_relax();
+          bench::publish_spinning(pub, t);
         }
       },
       [&] {
@@ -316,7 +316,7 @@ double tickrail_slow_round(const Options& o, Publisher& pub, Subscriber& sub) {
         Tick t{};
         t0 = Clock::now();
         for (std::uint64_t i = 1; i <= ticks; ++i) {
-          while (pub.publish(t).status == PublishStatus::back_pressured) cpu_relax();
+          bench::publish_spinning(pub, t);
         }
       },
       [&] {
@@ -346,7 +346,7 @@ double tickrail_drain_round(const Options& o, Publisher& pub, Subscriber& sub, s
         [&] {
           Tick t{};
           for (std::uint64_t i = 0; i < ring; ++i) {
-            while (pub.publish(t).status == PublishStatus::back_pressured) cpu_relax();
+            bench::publish_spinning(pub, t);
           }
           full.store(true, std::memory_order_release);
         },
