@@ -84,6 +84,10 @@ with tempfile.TemporaryDirectory() as d:
         "console-gpf.log": "[  12.000001] general protection fault, probably for non-canonical address"
                            " 0xdead000000000122: 0000 [#1] PREEMPT SMP NOPTI\n",
         "console-panic.log": "[  13.000002] Kernel panic - not syncing: Fatal exception in interrupt\n",
+        "console-wire.log": "rig-guest[g1] t+522.17s: rxe0 counters after the run: rcvd_pkts:96764\r\n"
+                            "rig-guest[g1] t+523.40s: fault: the wire to the peer guest is dead: 10.77.0.2"
+                            " does not resolve on eth0 (10.77.0.2 dev eth0 FAILED; tx timeouts 0)\r\n",
+        "console-wire-said.log": "  | the test printed: rig-guest[g1] t+1.00s: fault: the wire to the peer guest is dead\n",
     }
     for name, text in consoles.items():
         with open(os.path.join(d, name), "w", encoding="utf-8") as f:
@@ -99,6 +103,10 @@ with tempfile.TemporaryDirectory() as d:
     check("fault: a test process's GPF, a test's words", run("fault", path("console-traps.log")), (1, ""))
     check("fault: a kernel GPF", run("fault", path("console-gpf.log"))[0], 0)
     check("fault: a panic", run("fault", path("console-panic.log"))[0], 0)
+    check("fault: guest 1's init found the wire dead", run("fault", path("console-wire.log")),
+          (0, "console-wire.log: the wire to the peer guest is dead: 10.77.0.2 does not resolve on eth0"
+              " (10.77.0.2 dev eth0 FAILED; tx timeouts 0)"))
+    check("fault: the init's words quoted by a test", run("fault", path("console-wire-said.log")), (1, ""))
 
 for f in failures:
     print("FAIL:", f)
