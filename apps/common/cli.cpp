@@ -114,7 +114,13 @@ void check_writable(const std::string& path, std::string_view option) {
                 std::string(option) + ": cannot write '" + path + "': " + std::strerror(err));
   };
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) fail(EISDIR);
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode)) fail(EISDIR);
+  // A FIFO or a device (/dev/stdout): opening a FIFO would wait for a reader; ask instead.
+  if (exists && !S_ISREG(st.st_mode)) {
+    if (::access(path.c_str(), W_OK) != 0) fail(errno);
+    return;
+  }
   // Without O_TRUNC: the file keeps what it holds until the report replaces it.
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd >= 0) {

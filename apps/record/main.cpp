@@ -1,6 +1,7 @@
 // tickrail-record: records a tickrail channel to a file (docs/recording.md), prints a recording's
 // header, ranges, gaps and end (--info), and exports a range of it to CSV (--csv). A thin main
 // over record.hpp and the library's ChannelRecorder.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -76,6 +77,11 @@ int info(const cli::Cli& cli, const recorder_app::Options& o) {
 
 int csv(const cli::Cli& cli, const recorder_app::Options& o) {
   check_new(o.csv, "--csv", o.force);
+  struct stat in {}, out {};
+  if (::stat(o.file.c_str(), &in) == 0 && ::stat(o.csv.c_str(), &out) == 0 && in.st_dev == out.st_dev &&
+      in.st_ino == out.st_ino) {
+    cli::bad_value("--csv", "'" + o.csv + "' is the recording itself");
+  }
   std::uint64_t n = 0;
   try {
     n = recorder_app::export_csv(o);

@@ -10,6 +10,7 @@
 //
 // Each process with a Publisher or Subscriber keeps a counters file, <dir>/tickrail-stat.<pid>.
 // A process that died is reported dead (its last counters shown) and its file is removed.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -111,7 +112,13 @@ int main(int argc, char** argv) {
   return cli.run([&] {
     cli.apply_overrides();
     o.scan.remove_dead = !o.keep_dead;
-    if (!o.prometheus_file.empty()) cli::check_writable(o.prometheus_file, "--prometheus");
+    if (!o.prometheus_file.empty()) {
+      struct stat st {};
+      if (::lstat(o.prometheus_file.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+        cli::bad_value("--prometheus", "'" + o.prometheus_file + "' is not a regular file (each write replaces it)");
+      }
+      cli::check_writable(o.prometheus_file, "--prometheus");
+    }
     if (o.json) {
       std::printf("%s\n", stats::format_json(stats::scan(o.scan)).c_str());
       return cli::kExitOk;

@@ -2,6 +2,10 @@
 
 #include <toml++/toml.h>
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <unordered_set>
@@ -68,12 +72,25 @@ ConfigFile::Impl parse(std::string_view text, std::string name) {
 
 // ---------------------------------------------------------------------------------------------
 ConfigFile::ConfigFile(const std::string& path) {
+  // A device, a FIFO or /dev/zero would be read for ever: only a regular file of sane size.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw Error(Errc::not_found, "config file '" + path + "': cannot be read: " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    throw Error(Errc::config_error, "config file '" + path + "': not a regular file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(Errc::not_found, "config file '" + path + "': cannot be read");
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  std::string text(kMaxConfigBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad()) throw Error(Errc::config_error, "config file '" + path + "': read failed");
-  impl_ = std::make_unique<Impl>(parse(ss.str(), path));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxConfigBytes) {
+    throw Error(Errc::config_error, "config file '" + path + "': larger than " +
+                                        std::to_string(kMaxConfigBytes) + " bytes");
+  }
+  impl_ = std::make_unique<Impl>(parse(text, path));
 }
 
 ConfigFile::ConfigFile(std::string_view text, std::string name)

@@ -141,6 +141,10 @@ def main():
         check(cmp.returncode == 0, "the two CSV exports are identical (cmp)", cmp.stdout)
         lines = sum(1 for _ in open(a)) - 1
         check(lines == published, f"the CSV holds every tick ({lines})")
+        size = os.path.getsize(first)
+        onto = run([record, "--csv", first, "--force", first])
+        check(onto.returncode == 2 and "is the recording itself" in onto.stderr and os.path.getsize(first) == size,
+              "--csv onto the recording itself is refused, the recording untouched", onto.stderr)
 
         # 3. kill -9 mid-stream leaves a readable prefix.
         killed = os.path.join(d, "killed.rec")

@@ -36,10 +36,14 @@
 
 namespace tickrail {
 
+// A configuration file larger than this is refused (no settings file comes near it).
+inline constexpr std::size_t kMaxConfigBytes = std::size_t{1} << 20;
+
 class ConfigFile {
  public:
   // Reads and parses a file. Throws Error(not_found) when it cannot be read, Error(config_error)
-  // "path:line:column: <what>" when it is not TOML.
+  // "path:line:column: <what>" when it is not TOML, and when it is not a regular file or is
+  // larger than kMaxConfigBytes.
   explicit ConfigFile(const std::string& path);
   // Parses TOML text; `name` stands for the file in messages.
   ConfigFile(std::string_view text, std::string name);

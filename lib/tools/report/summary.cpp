@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,6 +43,11 @@ void write_text_file(const std::string& path, std::string_view text) {
 }
 
 void write_text_file_atomically(const std::string& path, std::string_view text) {
+  // The rename below replaces whatever `path` names: a device or a link must not be.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    throw Error(Errc::config_error, "'" + path + "' is not a regular file (it would be replaced)");
+  }
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) throw_errno(errno, "create " + tmp + " (to replace " + path + ")");

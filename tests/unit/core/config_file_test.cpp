@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -333,4 +334,19 @@ TEST_CASE("validateRejectsDurationsBeyond24HoursSetInCode", "[config_file]") {
   CHECK_THAT(config_error_of([] { validate_duration("wait_timeout_ms", std::chrono::milliseconds(-1)); }),
              Catch::Contains("wait_timeout_ms: -1 is outside 0..86400000"));
   validate_duration("wait_timeout_ms", kMaxDuration);
+}
+
+TEST_CASE("aConfigThatIsNotARegularFileOrIsTooLargeIsRefused", "[config_file]") {
+  // /dev/zero and a FIFO would be read for ever: refused before reading.
+  CHECK_THAT(config_error_of([] { ConfigFile f("/dev/zero"); }), Catch::Contains("not a regular file"));
+  const std::string fifo = (std::filesystem::temp_directory_path() /
+                            ("tickrail-config-test-fifo-" + std::to_string(getpid()))).string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THAT(config_error_of([&] { ConfigFile f(fifo); }), Catch::Contains("not a regular file"));
+  std::remove(fifo.c_str());
+  // A comment one byte over the limit.
+  TempFile big("#" + std::string(kMaxConfigBytes, 'x'));
+  CHECK_THAT(config_error_of([&] { ConfigFile f(big.path); }), Catch::Contains("larger than"));
+  TempFile fits("#" + std::string(kMaxConfigBytes - 2, 'x') + "\n");
+  CHECK_NOTHROW(ConfigFile(fits.path));
 }

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -496,6 +497,16 @@ TEST_CASE("statPrometheusExposesEveryCounterWithItsLabels") {
     ++entries;
   }
   CHECK(entries == 1);
+
+  // The file is replaced at each write: a FIFO or a device there is refused, not replaced or
+  // waited on.
+  const std::string fifo = out / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const Run f2 = run("timeout 20 " + tool("TICKRAIL_STAT_TOOL") + " --once --prometheus " + fifo + " --dir " + d.stat.path());
+  CHECK(f2.status == 2);
+  CHECK_THAT(f2.out, Catch::Contains("is not a regular file"));
+  struct stat fs {};
+  CHECK((::lstat(fifo.c_str(), &fs) == 0 && S_ISFIFO(fs.st_mode)));
 
   // promtool, when installed (Debian's prometheus package), agrees.
   if (run("command -v promtool").status == 0) {
