@@ -288,13 +288,14 @@ std::uint64_t monotonic_ns() noexcept {
 
 namespace {
 
-// Non-blocking connect: 0 when a listener took it (or will: EAGAIN, backlog full), else errno.
+// Non-blocking connect: 0 when a listener took it, else errno. EAGAIN: a live listener whose
+// queue is full; the socket is not connected (and has no peer to ask who it is).
 int probe_connect(const sockaddr_un& a, Fd& out) {
   Fd s(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (s.get() < 0) return errno;
   if (::connect(s.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
     const int e = errno;
-    if (e != EAGAIN && e != EINPROGRESS) return e;
+    if (e != EINPROGRESS) return e;
   }
   out = std::move(s);
   return 0;
@@ -316,11 +317,13 @@ void clear_or_refuse(const std::string& dir, const std::string& channel, const s
   }
   Fd probe;
   const int e = probe_connect(unix_address(path, what), probe);
-  if (e == 0) {
+  if (e == 0 || e == EAGAIN) {
     std::string who = "a live process";
     try {
-      const PeerCred p = peer_cred(probe.get());
-      who = "live process " + std::to_string(p.pid) + " of uid " + user_name(p.uid);
+      if (e == 0) {
+        const PeerCred p = peer_cred(probe.get());
+        who = "live process " + std::to_string(p.pid) + " of uid " + user_name(p.uid);
+      }
     } catch (const Error&) {
     }
     throw Error(Errc::rejected, what + ": the channel is already published by " + who);
@@ -433,11 +436,18 @@ Fd connect_channel(const std::string& dir, const std::string& channel,
         }
         return s;
       }
-      if (e != ECONNREFUSED && e != ENOENT) throw_errno(e, what);
+      // EAGAIN: the publisher's queue of connections is full (a burst of attaches, or a
+      // process flooding it): try again until the deadline.
+      if (e != ECONNREFUSED && e != ENOENT && e != EAGAIN) throw_errno(e, what);
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       if (e == ECONNREFUSED) {
         throw Error(Errc::peer_gone, what + ": its publisher is no longer running");
+      }
+      if (e == EAGAIN) {
+        throw Error(Errc::timed_out, what + ": the publisher's queue of connections stayed full for " +
+                                       std::to_string(timeout.count()) +
+                                       " ms (many attaching at once, or a process flooding the channel)");
       }
       throw Error(Errc::not_found, what + ": no such channel" +
                                        (timeout.count() > 0

@@ -16,9 +16,11 @@
 
 #include <barrier>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <thread>
+#include <vector>
 
 #include "shm_test_util.hpp"
 #include "tickrail/error.hpp"
@@ -482,4 +484,46 @@ TEST_CASE("aSmallTmpfsAsShmDirNoLongerBoundsTheRings") {
   }
   REQUIRE(::umount(dir.c_str()) == 0);
   std::filesystem::remove(dir);
+}
+
+TEST_CASE("aFloodedConnectionQueueIsWaitedOnAndNamedNotTakenForAPublisher") {
+  // A process filling the channel's queue of connections (any local user can connect): a
+  // subscriber waits for room until its deadline, and then says so; it never reads the
+  // credentials of a socket that is not connected (pid 0, uid -1) as the publisher's.
+  const auto ch = unique_channel("flood");
+  const shm::Listener l = shm::listen_channel("/dev/shm", ch);
+  const sockaddr_un a = [&] {
+    sockaddr_un s{};
+    s.sun_family = AF_UNIX;
+    std::strncpy(s.sun_path, l.path.c_str(), sizeof s.sun_path - 1);
+    return s;
+  }();
+  std::vector<shm::Fd> flood;
+  for (int i = 0; i < 1000; ++i) {
+    shm::Fd s(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    REQUIRE(s.get() >= 0);
+    if (::connect(s.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
+      REQUIRE(errno == EAGAIN);
+      break;
+    }
+    flood.push_back(std::move(s));
+  }
+  shm::PeerCred pc;
+  const auto me = shm::Allow::resolve({}, {}, static_cast<std::uint32_t>(::geteuid()), "", "");
+  try {
+    (void)shm::connect_channel("/dev/shm", ch, 200ms, me, pc);
+    FAIL("attached through a full queue");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::timed_out);
+    CHECK_THAT(e.what(), Catch::Contains("queue of connections stayed full"));
+  }
+  // Room again: the next attach goes through.
+  while (true) {
+    shm::Fd taken(::accept4(l.fd.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (taken.get() < 0) break;
+  }
+  shm::Fd s = shm::connect_channel("/dev/shm", ch, 1s, me, pc);
+  CHECK(s.get() >= 0);
+  CHECK(pc.uid == ::geteuid());
+  shm::unlink_channel(l);
 }
