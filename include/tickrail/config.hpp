@@ -123,6 +123,11 @@ struct TICKRAIL_API PublisherConfig {
   // publisher's own user and root always may; add user or group names, or numeric ids.
   std::vector<std::string> allow_users;
   std::vector<std::string> allow_groups;
+  // shm: who among them may hold the publisher back (policy block or disconnect): a subscriber
+  // that stops reading then stops the publisher and every other subscriber. The publisher's own
+  // user and root always may; others must subscribe with policy drop or conflate, or are refused.
+  std::vector<std::string> wait_for_users;
+  std::vector<std::string> wait_for_groups;
   bool stats = true;  // live counters in the process's stat file (tickrail-stat; TICKRAIL_STATS=0: off)
   // Where the publisher's background threads run (docs/apps.md, "Threads"), as a cpu list: "2-3,6".
   // Empty: the process's cpus off its hot ones (those of its pinned threads that created an

@@ -336,6 +336,8 @@ void read_publisher_config(ConfigFile& file, PublisherConfig& out) {
   p.get("conductor_period_ms", out.conductor_period);
   p.get("allow_users", out.allow_users);
   p.get("allow_groups", out.allow_groups);
+  p.get("wait_for_users", out.wait_for_users);
+  p.get("wait_for_groups", out.wait_for_groups);
   p.get("stats", out.stats);
   read_state_config(file.section("state"), out.state);
   read_state_config(p.section("state"), out.state);

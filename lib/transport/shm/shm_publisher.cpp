@@ -32,6 +32,11 @@ void lock_pages(const Mapping& m, const std::string& what) {
   }
 }
 
+// A subscriber of this policy can make publish() wait for it, and with it every other subscriber.
+bool holds_back(SlowConsumerPolicy p) {
+  return p == SlowConsumerPolicy::block || p == SlowConsumerPolicy::disconnect;
+}
+
 void copy_text(Reply& r, const std::string& s) {
   const std::size_t n = std::min(s.size(), sizeof r.text - 1);
   std::memcpy(r.text, s.data(), n);
@@ -45,6 +50,9 @@ ShmPublisher::ShmPublisher(const PublisherConfig& config, const detail::Placemen
       allow_(Allow::resolve(config.allow_users, config.allow_groups,
                             static_cast<std::uint32_t>(::geteuid()), "publisher.allow_users",
                             "publisher.allow_groups")),
+      wait_for_(Allow::resolve(config.wait_for_users, config.wait_for_groups,
+                               static_cast<std::uint32_t>(::geteuid()), "publisher.wait_for_users",
+                               "publisher.wait_for_groups")),
       capacity_(config.ring_capacity),
       mask_(config.ring_capacity - 1),
       max_subscribers_(config.max_subscribers) {
@@ -85,9 +93,10 @@ ShmPublisher::ShmPublisher(const PublisherConfig& config, const detail::Placemen
   if (config_.lock_memory) lock_pages(status_memory_.map, "the status line of " + what);
   listener_ = listen_channel(config_.shm_dir, config_.channel);
   conductor_ = detail::start_thread("tr-shm-cond", where, [this](std::stop_token st) { conductor_loop(st); });
-  logger()->info("publisher: channel '{}' at {} ({} subscribers x {} slots, {} bytes; may attach: {})",
+  logger()->info("publisher: channel '{}' at {} ({} subscribers x {} slots, {} bytes; may attach: {}; "
+                 "may hold it back: {})",
                  config_.channel, listener_.path, max_subscribers_, capacity_,
-                 rb * max_subscribers_, allow_.describe());
+                 rb * max_subscribers_, allow_.describe(), wait_for_.describe());
 }
 
 ShmPublisher::~ShmPublisher() { close(); }
@@ -192,6 +201,15 @@ void ShmPublisher::answer(Knock& k) {
              r.policy > static_cast<std::uint32_t>(SlowConsumerPolicy::conflate)) {
     reply.code = static_cast<std::uint32_t>(ReplyCode::bad_request);
     copy_text(reply, "malformed attach request (protocol version " + std::to_string(kVersion) + ")");
+  } else if (holds_back(static_cast<SlowConsumerPolicy>(r.policy)) && !wait_for_.permits(k.cred)) {
+    reply.code = static_cast<std::uint32_t>(ReplyCode::refused);
+    // The advice first: a long list of users is what the reply's fixed text may cut.
+    copy_text(reply, who + " may not hold channel '" + config_.channel + "' back: policy " +
+                         to_string(static_cast<SlowConsumerPolicy>(r.policy)) +
+                         " is for the publisher's wait_for_users and wait_for_groups only; subscribe with policy "
+                         "drop or conflate (may hold it back: " + wait_for_.describe() + ")");
+    logger()->warn("publisher '{}': refused {}: policy {} not allowed (wait_for_users, wait_for_groups)",
+                   config_.channel, who, to_string(static_cast<SlowConsumerPolicy>(r.policy)));
   } else if (r.policy == static_cast<std::uint32_t>(SlowConsumerPolicy::conflate) && !table_.on()) {
     reply.code = static_cast<std::uint32_t>(ReplyCode::refused);
     copy_text(reply, "policy conflate needs the channel's last-value table, and channel '" + config_.channel +

@@ -95,6 +95,7 @@ class ShmPublisher final : public detail::PublisherTransport {
 
   PublisherConfig config_;
   Allow allow_;
+  Allow wait_for_;  // who may pick a policy that holds the publisher back
   std::uint64_t capacity_;
   std::uint64_t mask_;
   std::uint32_t max_subscribers_;

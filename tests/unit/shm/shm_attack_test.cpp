@@ -414,6 +414,7 @@ TEST_CASE("anotherUserMaySubscribeOnlyWhenAllowed") {
   }
   auto cfg = pub_config(ch);
   cfg.allow_users = {"nobody"};
+  cfg.ring_capacity = 8192;  // policy drop (nobody may not block): the whole run fits
   Publisher pub(cfg);
   std::thread feeder([&] {
     if (!wait_for_subscribers(pub, 1)) return;  // the peer's output says why
@@ -421,10 +422,53 @@ TEST_CASE("anotherUserMaySubscribeOnlyWhenAllowed") {
       sent += pub.publish(payload(sent)).published;
     }
   });
-  const PeerResult r = run_peer({"count", ch, "5000"}, kNobody);
+  const PeerResult r = run_peer({"count", ch, "5000", "drop"}, kNobody);
   feeder.join();
   REQUIRE(r.status == 0);
   REQUIRE_THAT(r.out, Catch::Contains("got 5000 in order"));
+}
+
+// A subscriber that may read the channel must not be able to stop it: with policy block (or
+// disconnect, up to an hour) it would hold the publisher and every other subscriber back.
+TEST_CASE("anAllowedUserMayHoldThePublisherBackOnlyWhenTrustedTo") {
+  if (!root()) {
+    WARN("skipped: creating a process of another uid needs root");
+    return;
+  }
+  const auto ch = unique_channel("waitfor");
+  auto cfg = pub_config(ch);
+  cfg.allow_users = {"nobody"};
+  {
+    Publisher pub(cfg);
+    for (const char* policy : {"block", "disconnect"}) {
+      const PeerResult r = run_peer({"sub", ch, policy}, kNobody);
+      INFO(r.out);
+      REQUIRE(r.status == 1);
+      REQUIRE_THAT(r.out, Catch::Contains("65534") && Catch::Contains("may not hold channel") &&
+                              Catch::Contains(std::string("policy ") + policy) &&
+                              Catch::Contains("wait_for_users") && Catch::Contains("drop or conflate"));
+      REQUIRE(pub.subscriber_count() == 0);
+    }
+  }
+  cfg.wait_for_groups = {"nogroup"};  // nobody's own group
+  Publisher pub(cfg);
+  std::thread feeder([&] {
+    if (!wait_for_subscribers(pub, 1)) return;  // the peer's output says why
+    // 4x the ring: a drop subscriber would lose some, a blocking one holds the publisher back.
+    const std::uint64_t n = 4 * cfg.ring_capacity;
+    for (std::uint64_t sent = 0; sent < n;) sent += pub.publish(payload(sent)).published;
+  });
+  const PeerResult r = run_peer({"count", ch, std::to_string(4 * cfg.ring_capacity), "block"}, kNobody);
+  feeder.join();
+  REQUIRE(r.status == 0);
+  REQUIRE_THAT(r.out, Catch::Contains("got " + std::to_string(4 * cfg.ring_capacity) + " in order"));
+}
+
+TEST_CASE("aTrustedGroupThatDoesNotExistIsAnErrorAtStart") {
+  auto cfg = pub_config(unique_channel("waitforbad"));
+  cfg.wait_for_groups = {"no-such-group-here"};
+  REQUIRE_THROWS_WITH(Publisher(cfg), Catch::Contains("publisher.wait_for_groups") &&
+                                          Catch::Contains("no-such-group-here"));
 }
 
 TEST_CASE("aFailedStartLeavesNothingBehind") {

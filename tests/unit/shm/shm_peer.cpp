@@ -49,7 +49,7 @@ void become_user() {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: shm_peer sub CHANNEL POLICY | pub CHANNEL | count CHANNEL N\n");
+    std::fprintf(stderr, "usage: shm_peer sub CHANNEL POLICY | pub CHANNEL | count CHANNEL N [POLICY]\n");
     return 2;
   }
   become_user();
@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
     if (mode == "count" && argc >= 4) {
       SubscriberConfig c;
       c.channel = argv[2];
+      if (argc >= 5) c.policy = parse_policy(argv[4]);
       c.attach_timeout = 10s;
       const std::uint64_t want = std::strtoull(argv[3], nullptr, 10);
       Subscriber s(c);
