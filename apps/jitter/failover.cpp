@@ -109,7 +109,10 @@ std::string format_lines(const RunInfo& info) {
              i == 0 ? 'A' : 'B', info.line_name[i].c_str(), l.first,
              c.delivered != 0 ? 100.0 * static_cast<double>(l.first) / static_cast<double>(c.delivered) : 0.0,
              l.duplicates, l.downs, static_cast<double>(l.down_ns) * 1e-9, l.up ? "up" : "down");
-    t += l.recovered != 0 ? fmt(", %" PRIu64 " read back\n", l.recovered) : std::string("\n");
+    if (l.recovered != 0) t += fmt(", %" PRIu64 " read back", l.recovered);
+    // A sequence number far ahead of its own line's that the line's next tick did not follow.
+    if (l.refuted != 0) t += fmt(", %" PRIu64 " leaps refuted", l.refuted);
+    t += "\n";
   }
   const TableRow rows[] = {{"A led by", summarize(info.lead[0])}, {"B led by", summarize(info.lead[1])}};
   t += format_table(rows);
@@ -135,6 +138,7 @@ nlohmann::json lines_json(const RunInfo& info) {
                      {"source", info.line_name[i]},
                      {"first", l.first},
                      {"duplicates", l.duplicates},
+                     {"refuted", l.refuted},
                      {"downs", l.downs},
                      {"down_ns", l.down_ns},
                      {"up", l.up},

@@ -64,6 +64,9 @@ struct FailoverConfig {
 struct FailoverLineCounters {
   std::uint64_t first = 0;       // ticks delivered from this line: it brought them first
   std::uint64_t duplicates = 0;  // its copies discarded (delivered already, or given up)
+  // Its ticks that leapt beyond the window from where the line was, while the other line was up,
+  // and that its next tick did not follow (came after, within a window): discarded, moving nothing.
+  std::uint64_t refuted = 0;
   std::uint64_t downs = 0;       // times it went down
   std::uint64_t down_ns = 0;     // time spent down, until now
   std::uint64_t recovered = 0;   // UD: ticks it read back from its publisher's history

@@ -12,7 +12,13 @@
 // offer(), skip_hole(), line_down() and line_up() never allocate, throw or make a system call;
 // each does O(1) work per tick delivered, plus one scan of the window when a hole is given up.
 // The sequence numbers are the lines' own: nothing here trusts them to be sane (a line that jumps
-// far ahead costs a window scan, not a loop over the jump).
+// far ahead costs a window scan, not a loop over the jump). A tick that leaps beyond the window
+// from where its own line was, while the other line is up, moves nothing until that line's next
+// tick follows it (comes after it, within a window): one corrupt or forged sequence number would
+// otherwise give up every hole up to it and discard the other line's every tick below it, for
+// ever. A leap its line does not follow is discarded and counted (refuted). A line that keeps a
+// consistent run far ahead is followed, as any line ahead is: the arbiter cannot tell it from
+// one whose partner lags.
 #pragma once
 
 #include <algorithm>
@@ -32,6 +38,7 @@ class LineArbiter {
     std::uint64_t first = 0;       // ticks delivered from this line (it brought them first)
     std::uint64_t duplicates = 0;  // ticks discarded: sequence delivered, held, given up or 0
     std::uint64_t last = 0;        // the highest sequence it brought (0: none yet)
+    std::uint64_t refuted = 0;     // leaps its next tick did not follow: discarded
     bool down = false;
   };
 
@@ -44,8 +51,8 @@ class LineArbiter {
     started_ = true;
   }
 
-  // Returns whether `t` is the first copy of its sequence (delivered or held), false when it
-  // is discarded.
+  // Returns whether `t` is the first copy of its sequence (delivered or held, or a leap waiting
+  // for its line's next tick), false when it is discarded.
   template <class Deliver>
   bool offer(int line, const Tick& t, Deliver&& deliver) noexcept {
     LineCounts& l = lines_[line & 1];
@@ -55,33 +62,21 @@ class LineArbiter {
       return false;
     }
     if (!started_) start_at(s);
-    l.last = std::max(l.last, s);
-    if (s < next_ || held(s)) {
-      ++l.duplicates;
-      settle(deliver);
-      return false;
-    }
-    if (s == next_) {
-      ++l.first;
-      ++delivered_;
-      ++next_;
-      deliver(t);
-    } else {
-      if (s - next_ >= capacity()) skip_to(s - capacity() + 1, deliver);  // the lines are too far apart
-      if (s == next_) {
-        ++l.first;
-        ++delivered_;
-        ++next_;
-        deliver(t);
+    Tick& leap = leaps_[line & 1];
+    if (leap.seq != 0) {  // this line's tick before leapt: this one confirms or refutes it
+      const Tick p = leap;
+      leap.seq = 0;
+      if (s > p.seq && s - p.seq < capacity()) {
+        take(l, line, p, deliver);
       } else {
-        Held& h = slots_[s & mask_];
-        h.tick = t;
-        h.line = static_cast<std::uint8_t>(line & 1);
-        ++waiting_;
+        ++l.refuted;
       }
     }
-    settle(deliver);
-    return true;
+    if (s >= next_ && s - next_ >= capacity() && leaps(line, s)) {
+      leap = t;
+      return true;
+    }
+    return take(l, line, t, deliver);
   }
 
   // Gives up the hole at next(), if ticks wait beyond it: they are delivered up to the next hole.
@@ -97,6 +92,10 @@ class LineArbiter {
   template <class Deliver>
   void line_down(int line, Deliver&& deliver) noexcept {
     lines_[line & 1].down = true;
+    if (leaps_[line & 1].seq != 0) {  // nothing will follow it
+      leaps_[line & 1].seq = 0;
+      ++lines_[line & 1].refuted;
+    }
     settle(deliver);
   }
   void line_up(int line) noexcept {
@@ -121,6 +120,40 @@ class LineArbiter {
     Tick tick{};  // seq 0: empty
     std::uint8_t line = 0;
   };
+
+  // A tick beyond the window that its line did not walk to, while the other line could still
+  // contradict it.
+  [[nodiscard]] bool leaps(int line, std::uint64_t s) const noexcept {
+    const LineCounts& l = lines_[line & 1];
+    const bool walked = l.last != 0 && s > l.last && s - l.last < capacity();
+    return !walked && !lines_[(line & 1) ^ 1].down;
+  }
+
+  // Delivers or holds `t`, the first copy of its sequence, or discards a later one.
+  template <class Deliver>
+  bool take(LineCounts& l, int line, const Tick& t, Deliver& deliver) noexcept {
+    const std::uint64_t s = t.seq;
+    l.last = std::max(l.last, s);
+    if (s < next_ || held(s)) {
+      ++l.duplicates;
+      settle(deliver);
+      return false;
+    }
+    if (s - next_ >= capacity()) skip_to(s - capacity() + 1, deliver);  // the lines are too far apart
+    if (s == next_) {
+      ++l.first;
+      ++delivered_;
+      ++next_;
+      deliver(t);
+    } else {
+      Held& h = slots_[s & mask_];
+      h.tick = t;
+      h.line = static_cast<std::uint8_t>(line & 1);
+      ++waiting_;
+    }
+    settle(deliver);
+    return true;
+  }
 
   [[nodiscard]] bool held(std::uint64_t s) const noexcept {
     return s - next_ < capacity() && slots_[s & mask_].tick.seq == s && s != 0;
@@ -190,6 +223,7 @@ class LineArbiter {
   std::vector<Held> slots_;
   std::uint64_t mask_;
   std::array<LineCounts, kLines> lines_{};
+  std::array<Tick, kLines> leaps_{};  // a line's leap, waiting for its next tick (seq 0: none)
   std::uint64_t waiting_ = 0;  // ticks held in the window
   std::uint64_t next_ = 1;
   bool started_ = false;

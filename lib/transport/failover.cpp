@@ -333,6 +333,7 @@ FailoverCounters FailoverSubscriber::counters() const noexcept {
     FailoverLineCounters& o = c.line[i];
     o.first = m.arb.line(i).first;
     o.duplicates = m.arb.line(i).duplicates;
+    o.refuted = m.arb.line(i).refuted;
     o.downs = l.downs;
     o.up = l.up;
     o.recovered = l.recovered_before + (l.sub != nullptr ? l.sub->counters().recovered : 0);

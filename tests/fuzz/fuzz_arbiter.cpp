@@ -18,6 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     ++out;
   };
   std::uint64_t seq[2] = {1, 1};
+  std::uint64_t offered[2] = {0, 0};
   const std::uint64_t start = 1 + data[1] % 4;
   arb.start_at(start);
   for (std::size_t i = 2; i + 1 < size; i += 2) {
@@ -35,6 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       tickrail::Tick t{};
       t.seq = seq[line];
       arb.offer(line, t, deliver);
+      ++offered[line];
     } else if (op < 110) {
       arb.line_down(line, deliver);
     } else if (op < 120) {
@@ -43,6 +45,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       arb.skip_hole(deliver);
     }
     if (arb.delivered() != out) std::abort();
+    for (int l = 0; l < 2; ++l) {  // each tick counted once at most (a leap waiting: not yet)
+      const auto& c = arb.line(l);
+      if (c.first + c.duplicates + c.refuted > offered[l]) std::abort();
+    }
     if (arb.line(0).first + arb.line(1).first != out) std::abort();
     if (arb.next() < start || arb.delivered() + arb.gaps() + arb.skipped() != arb.next() - start) std::abort();
   }

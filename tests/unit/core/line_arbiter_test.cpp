@@ -205,8 +205,65 @@ TEST_CASE("skip_hole gives up the hole the owner stopped waiting for; a far jump
   CHECK(r.arb.skipped() == 2);
   o(1, 3);  // late: already given up
   CHECK(r.arb.line(1).duplicates == 2);
-  o(0, std::uint64_t{1} << 62);  // a line that jumps: skipped at once, no loop over the range
-  CHECK(r.arb.next() == (std::uint64_t{1} << 62) - 15);
+  const std::uint64_t far = std::uint64_t{1} << 62;
+  o(0, far);  // a leap: it waits for line 0's next tick
+  CHECK(r.arb.next() == 6);
+  o(0, far + 1);  // which follows it: skipped at once, no loop over the range
+  CHECK(r.arb.next() == far + 1 - 15);
+  CHECK(r.arb.line(0).refuted == 0);
   o(0, 0);  // no tick has sequence 0
   CHECK(r.arb.line(0).duplicates == 1);
+}
+
+// One corrupt or forged sequence number must not give up the stream: before, line 1's single
+// tick near 2^40 moved next() there, and every honest tick of both lines was a duplicate for ever.
+TEST_CASE("a line's leap beyond the window that its next tick does not follow moves nothing and is refuted") {
+  const std::uint64_t bogus = GENERATE(std::uint64_t{1} << 40, std::uint64_t{10 + 64 + 1}, ~std::uint64_t{0});
+  Run r(64);
+  auto o = [&](int line, std::uint64_t s) { r.offer({line, s}); };
+  for (std::uint64_t s = 1; s <= 10; ++s) {
+    o(0, s);
+    o(1, s);
+  }
+  o(1, bogus);
+  CHECK(r.arb.next() == 11);
+  for (std::uint64_t s = 11; s <= 1000; ++s) {
+    o(0, s);
+    o(1, s);
+  }
+  REQUIRE(r.out.size() == 1000);
+  for (std::size_t i = 0; i < r.out.size(); ++i) REQUIRE(r.out[i].seq == i + 1);
+  CHECK(r.arb.line(1).refuted == 1);
+  CHECK(r.arb.line(0).refuted == 0);
+  CHECK(r.arb.skipped() == 0);
+  CHECK(r.arb.gaps() == 0);
+  CHECK(r.arb.line(0).first + r.arb.line(1).first == 1000);
+  // A leap left waiting when its line goes down is refuted too: nothing will follow it.
+  o(0, std::uint64_t{1} << 50);
+  r.down(0);
+  CHECK(r.arb.line(0).refuted == 1);
+  CHECK(r.arb.next() == 1001);
+}
+
+TEST_CASE("a leap its line follows is taken as the lines being a window apart; with the other line down at once") {
+  Run r(16);
+  auto o = [&](int line, std::uint64_t s) { r.offer({line, s}); };
+  o(0, 1);
+  o(1, 1);
+  o(1, 100);  // line 0 lags: 2..99 may still come on it
+  CHECK(r.out.size() == 1);
+  CHECK(r.arb.next() == 2);
+  o(1, 101);  // line 1 walks on from its leap: the lines are a window apart, holes beyond given up
+  CHECK(r.arb.next() == 101 - 16 + 1);
+  CHECK(r.arb.skipped() == 84);
+  CHECK(r.arb.line(1).refuted == 0);
+  CHECK(r.out.size() == 1);  // 86..99 wait, in the window, for line 0
+  r.down(0);                 // which will bring nothing more: 100 and 101 follow
+  REQUIRE(r.out.size() == 3);
+  CHECK(r.out[1].seq == 100);
+  CHECK(r.out[2].seq == 101);
+  CHECK(r.arb.gaps() == 14);
+  o(1, 1000);  // nobody can contradict a line alone: taken at once
+  REQUIRE(r.out.size() == 4);
+  CHECK(r.out[3].seq == 1000);
 }
