@@ -83,6 +83,11 @@ inline void write_slot(Slot& slot, const Tick& t, std::uint64_t seq, std::uint64
   std::atomic_ref<std::uint64_t>(slot.words[kSeqWord]).store(seq, std::memory_order_release);
 }
 
+// Word 6 of a slot without kTickFromTable (Tick::flags is its top 16 bits): a live tick never
+// carries it, whatever the publisher wrote.
+inline constexpr std::uint64_t kLiveWord6 = ~(std::uint64_t{kTickFromTable} << 48);
+static_assert(offsetof(Tick, flags) == 6 * 8 + 6);
+
 // Reads words 0 to 6 of a slot into `w` (the reader's copy, checked by re-reading the commit
 // word after it); spelled out for the same reason as write_slot.
 inline void read_slot_words(Slot& s, std::uint64_t* w) noexcept {
@@ -134,6 +139,7 @@ class TICKRAIL_API RingReader {
         continue;  // overwritten while we copied: discard the copy, re-examine the slot
       }
       w[kSeqWord] = seq;
+      w[6] &= kLiveWord6;
       Tick t;
       std::memcpy(&t, w, sizeof t);
       ++next_;

@@ -25,11 +25,8 @@ inline constexpr unsigned kStateClasses = 3;
   }
 }
 
-// The bit of Tick::flags set on ticks a subscriber delivers from the table (a snapshot, or a
-// conflation: Subscriber::in_snapshot() says which) instead of the live stream. It is
-// tickrail's: publishers leave it clear (the feed readers never set it: ITCH puts a printable
-// character in the high byte, the CSV reader refuses flags above 0x7fff).
-inline constexpr std::uint16_t kTickFromTable = 0x8000;
+// kTickFromTable (tick.hpp): the bit of Tick::flags set on ticks a subscriber delivers from the
+// table (a snapshot, or a conflation: Subscriber::in_snapshot() says which).
 
 // An app's view of the market: per instrument and class, the latest tick it was given (live, or
 // from the table). Allocates at construction only; apply() and get() are poll-path safe.

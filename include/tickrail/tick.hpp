@@ -52,6 +52,13 @@ struct alignas(kCacheLine) Tick {
   constexpr void set_ask_price(std::int64_t p) noexcept { aux = static_cast<std::uint64_t>(p); }
 };
 
+// The bit of Tick::flags set on ticks a subscriber delivers from the last-value table (a snapshot,
+// or a conflation: Subscriber::in_snapshot() says which) instead of the live stream. It is
+// tickrail's: the feed readers never set it (ITCH puts a printable character in the high byte,
+// the CSV reader refuses flags above 0x7fff), and a subscriber clears it on every live tick,
+// whatever its publisher wrote.
+inline constexpr std::uint16_t kTickFromTable = 0x8000;
+
 static_assert(sizeof(Tick) == 64, "a tick is one cache line");
 static_assert(alignof(Tick) == 64, "a tick is cache-line aligned");
 static_assert(std::is_trivially_copyable_v<Tick>, "ticks are copied as bytes and by the NIC");

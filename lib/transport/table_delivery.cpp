@@ -26,6 +26,7 @@ void TableDelivery::begin(Why why, TickFeed& ring) noexcept {
   why_ = why;
   // A conflation delivers what changed since the last tick the app had live.
   since_ = why == Why::conflation ? ring.next_seq() : 0;
+  first_lap_ = 0;
   restart(ring);
 }
 
@@ -141,8 +142,7 @@ bool TableDelivery::roll(TickFeed& ring) noexcept {
     const std::size_t n = ring.poll(TickSink(apply), static_cast<std::size_t>(std::min<std::uint64_t>(want, 4096)));
     ring.discount(n, count_lost);
     if (ring.lapped() || ring.lost() != ring_lost_ + (count_lost ? n : 0)) {
-      restart(ring);  // lapped on the way: the copy misses what the lap skipped
-      return true;
+      return start_over(ring);  // lapped on the way: the copy misses what the lap skipped
     }
     ring_lost_ = ring.lost();
     if (n == 0) return progress;  // E not yet in the ring: the publisher is still writing it
@@ -151,6 +151,21 @@ bool TableDelivery::roll(TickFeed& ring) noexcept {
   cursor_ = 0;
   phase_ = Phase::deliver;
   if (last_ == 0) finish();
+  return true;
+}
+
+// A restart is no progress: the delivery may start over for the stall budget from its first lap,
+// then it is given up. Else a publisher that laps us on purpose (its entries just ahead of the
+// ring), or a feed too fast for the ring, would keep it going for ever, nothing delivered.
+bool TableDelivery::start_over(TickFeed& ring) noexcept {
+  const std::uint64_t now = Clock::now();
+  if (first_lap_ == 0) first_lap_ = now;
+  if (now - first_lap_ >= stall_cycles_) {
+    ++abandoned_;
+    phase_ = Phase::idle;
+    return false;
+  }
+  restart(ring);
   return true;
 }
 

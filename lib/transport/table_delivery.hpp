@@ -134,6 +134,7 @@ class TableDelivery {
   void finish_copy(std::uint64_t bound, std::uint64_t slack) noexcept;
   void restart(TickFeed& ring) noexcept;
   bool roll(TickFeed& ring) noexcept;  // true: progress
+  bool start_over(TickFeed& ring) noexcept;  // false: given up
   std::size_t deliver(TickSink sink, std::size_t limit) noexcept;
   void finish() noexcept;
   // No progress since stalled_since_ for longer than the budget: give up, counted.
@@ -152,6 +153,7 @@ class TableDelivery {
   std::uint64_t end_ = 0;    // E
   std::uint64_t ring_lost_ = 0;  // the ring's lost count after our own discounts
   std::uint64_t stalled_since_ = 0;  // Clock cycles; 0: making progress
+  std::uint64_t first_lap_ = 0;      // Clock cycles: this delivery's first start over; 0: none
   std::uint64_t entries_delivered_ = 0;
   std::uint64_t conflations_ = 0;
   std::uint64_t abandoned_ = 0;

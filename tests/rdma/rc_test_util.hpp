@@ -49,7 +49,9 @@ inline Tick payload(std::uint64_t seq) {
   t.instrument = static_cast<std::uint32_t>(seq & 0xffff);
   t.kind = TickKind::Add;
   t.side = seq % 2 == 0 ? Side::Buy : Side::Sell;
-  t.flags = static_cast<std::uint16_t>(seq & 0x7fff);
+  // Every other tick with kTickFromTable set, as a careless or lying publisher would: the
+  // subscriber must clear it (a live tick never carries it).
+  t.flags = static_cast<std::uint16_t>((seq & 0x7fff) | (seq % 2 == 1 ? kTickFromTable : 0));
   return t;
 }
 
@@ -58,7 +60,7 @@ inline bool payload_ok(const Tick& t) {
   return t.order_ref == e.order_ref && t.exch_ts == e.exch_ts && t.aux == e.aux &&
          t.price == e.price && t.qty == e.qty && t.aux_qty == e.aux_qty &&
          t.instrument == e.instrument && t.kind == e.kind && t.side == e.side &&
-         t.flags == e.flags;
+         t.flags == (e.flags & ~kTickFromTable);
 }
 
 // A child process running `exe args...`, its stdout on a pipe read line by line with deadlines.

@@ -25,6 +25,9 @@ inline Tick ud_tick(std::uint64_t i) {
   t.instrument = static_cast<std::uint32_t>(i % 31);
   t.kind = TickKind::Add;
   t.side = (i & 1) != 0 ? Side::Buy : Side::Sell;
+  // Every third with kTickFromTable set, as a careless or lying publisher would: the subscriber
+  // must clear it, on the direct path and through the reorder window and recovery alike.
+  t.flags = static_cast<std::uint16_t>(i % 3 == 0 ? kTickFromTable | 0x41 : 0x41);
   return t;
 }
 
@@ -33,7 +36,7 @@ inline bool ud_tick_ok(const Tick& t) {
   const Tick want = ud_tick(t.seq);
   return t.exch_ts == want.exch_ts && t.order_ref == want.order_ref && t.price == want.price &&
          t.qty == want.qty && t.instrument == want.instrument && t.kind == want.kind &&
-         t.side == want.side;
+         t.side == want.side && t.flags == (want.flags & ~kTickFromTable);
 }
 
 inline PublisherConfig ud_publisher_config(const std::string& group = kUdGroup,

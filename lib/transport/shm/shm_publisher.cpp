@@ -32,11 +32,6 @@ void lock_pages(const Mapping& m, const std::string& what) {
   }
 }
 
-// A subscriber of this policy can make publish() wait for it, and with it every other subscriber.
-bool holds_back(SlowConsumerPolicy p) {
-  return p == SlowConsumerPolicy::block || p == SlowConsumerPolicy::disconnect;
-}
-
 void copy_text(Reply& r, const std::string& s) {
   const std::size_t n = std::min(s.size(), sizeof r.text - 1);
   std::memcpy(r.text, s.data(), n);
@@ -201,7 +196,8 @@ void ShmPublisher::answer(Knock& k) {
              r.policy > static_cast<std::uint32_t>(SlowConsumerPolicy::conflate)) {
     reply.code = static_cast<std::uint32_t>(ReplyCode::bad_request);
     copy_text(reply, "malformed attach request (protocol version " + std::to_string(kVersion) + ")");
-  } else if (holds_back(static_cast<SlowConsumerPolicy>(r.policy)) && !wait_for_.permits(k.cred)) {
+  } else if (!never_waits(static_cast<SlowConsumerPolicy>(r.policy)) && !wait_for_.permits(k.cred)) {
+    // It could make publish() wait for it, and with it every other subscriber.
     reply.code = static_cast<std::uint32_t>(ReplyCode::refused);
     // The advice first: a long list of users is what the reply's fixed text may cut.
     copy_text(reply, who + " may not hold channel '" + config_.channel + "' back: policy " +

@@ -172,6 +172,33 @@ TEST_CASE("a snapshot of an empty table delivers nothing and goes live at once",
   CHECK(sub.counters().from_table == 0);
 }
 
+// The bit says "from the table" to the app: a publisher (any process the subscriber trusts) that
+// sets it on a live tick must not make the tick pass for a table entry.
+TEST_CASE("a live tick never carries kTickFromTable, whatever its publisher wrote", "[state]") {
+  for (const auto policy : {SlowConsumerPolicy::block, SlowConsumerPolicy::conflate}) {
+    const PublisherConfig pc = table_publisher(test::unique_channel("state-flag"));
+    Publisher pub(pc);
+    SubscriberConfig sc;
+    sc.channel = pc.channel;
+    sc.policy = policy;
+    Subscriber sub(sc);
+    REQUIRE(test::wait_for_subscribers(pub, 1));
+    REQUIRE(sub.wait_active(5s));
+    Tick t = market_tick(0);
+    t.flags = static_cast<std::uint16_t>(kTickFromTable | 0x41);
+    REQUIRE(pub.publish(t).ok());
+    std::vector<Tick> got;
+    REQUIRE(test::eventually([&] {
+      (void)sub.poll([&](const Tick& x) { got.push_back(x); });
+      return !got.empty();
+    }));
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].flags == 0x41);
+    CHECK(got[0].instrument == t.instrument);
+    CHECK(sub.counters().from_table == 0);
+  }
+}
+
 // The acceptance check: a subscriber that joins after 1,000,000 ticks over 1,000 instruments,
 // while the publisher keeps publishing, ends with the view of one present from the start, and
 // of the publisher's table.
@@ -523,6 +550,60 @@ TEST_CASE("a snapshot stuck on an entry left half-written is given up and counte
   auto count = [&](const Tick& t) { live += t.seq == 1; };
   CHECK(reader.poll(count, 16) == 1);
   CHECK(live == 1);
+}
+
+// A ring lapped each time it is read: what a publisher that keeps its table's entries just ahead
+// of the ring does on purpose (or a feed too fast for the ring).
+class LappingFeed final : public detail::TickFeed {
+ public:
+  std::uint64_t next_seq() const noexcept override { return next_; }
+  std::size_t poll(detail::TickSink, std::size_t) noexcept override {
+    lapped_ = true;
+    return 0;
+  }
+  bool lapped() const noexcept override { return lapped_; }
+  void skip_to(std::uint64_t seq) noexcept override {
+    lapped_ = false;
+    if (seq > next_) lost_ += seq - std::exchange(next_, seq);
+  }
+  std::uint64_t lost() const noexcept override { return lost_; }
+  void discount(std::uint64_t, bool) noexcept override {}
+  std::uint64_t slack() const noexcept override { return 8; }
+
+ private:
+  std::uint64_t next_ = 1;
+  std::uint64_t lost_ = 0;
+  bool lapped_ = false;
+};
+
+// Each start over used to count as progress: lapped for ever, the delivery never ended and never
+// reached its stall budget (publisher_timeout).
+TEST_CASE("a delivery lapped each time it rolls forward is given up after its stall budget", "[state]") {
+  const detail::TableGeometry g{4, 7};
+  std::vector<Slot> table(g.entries());
+  std::atomic<std::uint64_t> table_next{10};
+  Tick q{};
+  q.kind = TickKind::Quote;
+  q.instrument = 1;
+  write_slot(table[1 * kStateClasses], q, 14, 0, false);  // the batch in flight: E = 14
+  detail::MappedTableSource source(table.data(), &table_next);
+  for (const auto why : {detail::TableDelivery::Why::conflation, detail::TableDelivery::Why::snapshot}) {
+    detail::TableDelivery d(g, source, Clock::instance().ns_to_cycles(1e6));  // 1 ms
+    LappingFeed feed;
+    d.begin(why, feed);
+    std::size_t delivered = 0;
+    auto sink_fn = [&](const Tick&) { ++delivered; };
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    std::uint64_t steps = 0;
+    while (d.busy() && std::chrono::steady_clock::now() < deadline) {
+      (void)d.step(feed, detail::TickSink(sink_fn), 256);
+      ++steps;
+    }
+    INFO(steps << " steps");
+    CHECK_FALSE(d.busy());
+    CHECK(d.abandoned() == 1);
+    CHECK(delivered == 0);
+  }
 }
 
 // The check an RDMA reader makes (rc: TableReader): two copies of an entry, the second made after

@@ -107,6 +107,7 @@ std::size_t RcSubscriber::poll_cq(detail::TickSink sink, std::size_t limit) noex
       std::atomic_thread_fence(std::memory_order_acquire);
       if (load_relaxed(s.words[kSeqWord]) != seq) [[unlikely]] continue;
       w[kSeqWord] = seq;
+      w[6] &= kLiveWord6;
       Tick t;
       std::memcpy(&t, w, sizeof t);
       ++next_;

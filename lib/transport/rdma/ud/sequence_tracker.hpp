@@ -116,6 +116,7 @@ class SequenceTracker {
       return Stored::duplicate;
     }
     std::memcpy(&slot, &t, sizeof t);
+    slot.flags = static_cast<std::uint16_t>(slot.flags & ~kTickFromTable);  // live, whatever was sent
     ++held_;
     if (source == Source::recovery) {
       ++c_.recovered;

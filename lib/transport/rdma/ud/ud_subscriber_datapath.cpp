@@ -108,6 +108,7 @@ std::size_t UdSubscriber::on_datagram(Group& g, const std::byte* p, std::size_t 
     for (; i < k; ++i) {
       alignas(kCacheLine) Tick t;
       std::memcpy(&t, ticks + std::size_t{i} * kTickBytes, sizeof t);
+      t.flags = static_cast<std::uint16_t>(t.flags & ~kTickFromTable);  // live, whatever was sent
       sink(t);
     }
     tr.delivered_direct(k);
