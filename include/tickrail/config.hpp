@@ -61,6 +61,9 @@ struct TICKRAIL_API RdmaConfig {
   std::uint16_t port = 7471;     // rdma_cm port (RC connections; UD recovery connections)
   std::string token;             // shared access token required in connect private data; empty: none
   std::vector<std::string> allow;  // publisher: subscriber addresses allowed; empty: any
+  // RC publisher: which of them may hold it back (policy block or disconnect: one that stops
+  // reading stops the channel for all); empty: any allowed. The others must take drop or conflate.
+  std::vector<std::string> wait_for;
   std::chrono::milliseconds connect_timeout{5000};  // address/route resolution and connection
   std::chrono::milliseconds heartbeat_interval{100};  // idle publisher -> subscribers
   // RC

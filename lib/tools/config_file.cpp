@@ -298,6 +298,7 @@ void read_rdma_config(ConfigFile::Section s, RdmaConfig& out) {
   s.get("port", out.port);
   s.get("token", out.token);
   s.get("allow", out.allow);
+  s.get("wait_for", out.wait_for);
   s.get("connect_timeout_ms", out.connect_timeout);
   s.get("heartbeat_interval_ms", out.heartbeat_interval);
   s.get_enum("polling", out.polling, parse_rc_polling);

@@ -192,6 +192,32 @@ TEST_CASE("publisherRefusesWrongTokenChannelAndAddress") {
   CHECK_THAT(e.what(), Contains("allow-list"));
 }
 
+// A subscriber that may read must not be able to stop the channel: with policy block (or
+// disconnect) one that stops reading would hold the publisher and every other subscriber back.
+TEST_CASE("onlyAddressesInWaitForMayHoldThePublisherBack") {
+  PublisherConfig p = pub_config();
+  p.rdma.wait_for = {"10.77.1.99"};
+  Publisher pub(p);
+  SubscriberConfig s = sub_config(addr(), pub.config().rdma.port);
+  for (const auto policy : {SlowConsumerPolicy::block, SlowConsumerPolicy::disconnect}) {
+    s.policy = policy;
+    const Error e = connect_error(pub, s);
+    CHECK_THAT(e.what(), Contains(std::string("policy ") + to_string(policy)) && Contains("rdma.wait_for") &&
+                             Contains("drop or conflate"));
+  }
+  s.policy = SlowConsumerPolicy::drop;
+  auto ok = connect(pub, s);
+  CHECK(ok->state() == SubscriberState::active);
+  ok.reset();
+
+  p.rdma.wait_for = {addr()};
+  Publisher trusting(p);
+  SubscriberConfig b = sub_config(addr(), trusting.config().rdma.port);
+  b.policy = SlowConsumerPolicy::block;
+  auto blocking = connect(trusting, b);
+  CHECK(blocking->state() == SubscriberState::active);
+}
+
 TEST_CASE("versionMismatchAndAbsurdRingsAreRejectedInWords") {
   Publisher pub(pub_config());
   SubscriberConfig s = sub_config(addr(), pub.config().rdma.port);

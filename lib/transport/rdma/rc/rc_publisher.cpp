@@ -106,13 +106,19 @@ RcPublisher::RcPublisher(const PublisherConfig& config, const detail::Placement&
   const std::string what = "publish channel '" + config_.channel + "' over RC at " + r.address +
                            ":" + std::to_string(r.port);
   rdma::require_device(r.device, "rc");
-  for (const auto& a : r.allow) {
-    try {
-      allow_.push_back(rdma::Address::parse(a, 0));
-    } catch (const Error& e) {
-      throw Error(Errc::config_error, "rdma.allow: '" + a + "': " + e.what());
+  const auto parse_list = [](const std::vector<std::string>& in, const char* key) {
+    std::vector<rdma::Address> out;
+    for (const auto& a : in) {
+      try {
+        out.push_back(rdma::Address::parse(a, 0));
+      } catch (const Error& e) {
+        throw Error(Errc::config_error, std::string("rdma.") + key + ": '" + a + "': " + e.what());
+      }
     }
-  }
+    return out;
+  };
+  allow_ = parse_list(r.allow, "allow");
+  wait_for_ = parse_list(r.wait_for, "wait_for");
   terms_ = ServeTerms{config_.channel, channel_hash(config_.channel), token_hash(r.token),
                       capacity_, {}};
   (void)Clock::instance();  // calibrate before the first publish, not during it
@@ -262,9 +268,9 @@ void RcPublisher::on_event(rdma::CmEvent ev) {
   }
 }
 
-bool RcPublisher::allowed(const sockaddr* peer) const noexcept {
-  if (allow_.empty()) return true;
-  return std::any_of(allow_.begin(), allow_.end(),
+bool RcPublisher::listed(const std::vector<rdma::Address>& list, const sockaddr* peer) noexcept {
+  if (list.empty()) return true;
+  return std::any_of(list.begin(), list.end(),
                      [peer](const rdma::Address& a) { return same_host(a.get(), peer); });
 }
 
@@ -275,13 +281,12 @@ void RcPublisher::on_connect_request(rdma::CmEvent ev) {
   std::memcpy(bytes.data(), data.data(), std::min(data.size(), bytes.size()));
   const std::size_t len = std::min(data.size(), bytes.size());
   const std::string peer = rdma::Address::str(rdma_get_peer_addr(raw));
-  const bool peer_allowed = allowed(rdma_get_peer_addr(raw));
   // Acknowledge before adopting: rdma_destroy_id waits for its events to be acknowledged.
   ev = rdma::CmEvent(nullptr);
   rdma::CmId id = rdma::CmId::adopt(raw);
 
   const auto req = decode_request(std::span(bytes.data(), len));
-  if (const auto note = refusal(req, data.size(), peer, peer_allowed)) {
+  if (const auto note = refusal(req, data.size(), peer, rdma_get_peer_addr(raw))) {
     refuse(id, peer, *note);
     return;
   }
@@ -308,7 +313,7 @@ void RcPublisher::on_connect_request(rdma::CmEvent ev) {
 // order the checks are made, or nullopt when it may be served.
 std::optional<RejectNote> RcPublisher::refusal(const std::optional<ConnectRequest>& req,
                                                std::size_t size, const std::string& peer,
-                                               bool peer_allowed) const {
+                                               const sockaddr* peer_addr) const {
   if (!req) {
     return make_reject(RejectReason::malformed, 0,
                        "not a tickrail RC connect request (" + std::to_string(size) +
@@ -318,9 +323,17 @@ std::optional<RejectNote> RcPublisher::refusal(const std::optional<ConnectReques
     return make_reject(RejectReason::closing, 0, "the publisher is closing");
   }
   if (auto verdict = judge(*req, terms_)) return verdict;
-  if (!peer_allowed) {
+  if (!listed(allow_, peer_addr)) {
     return make_reject(RejectReason::not_allowed, 0,
                        "address " + peer + " is not in the publisher's allow-list");
+  }
+  // It could make publish() wait for it, and with it every other subscriber. The advice first:
+  // the note's text is short.
+  if (!never_waits(static_cast<SlowConsumerPolicy>(req->policy)) && !listed(wait_for_, peer_addr)) {
+    return make_reject(RejectReason::not_allowed, 0,
+                       std::string("policy ") + to_string(static_cast<SlowConsumerPolicy>(req->policy)) +
+                           " holds the publisher back, which only rdma.wait_for may; use drop or "
+                           "conflate (address " + peer + ")");
   }
   return std::nullopt;
 }

@@ -218,7 +218,7 @@ class RcPublisher final : public detail::PublisherTransport {
   void on_event(rdma::CmEvent ev);
   void on_connect_request(rdma::CmEvent ev);
   std::optional<RejectNote> refusal(const std::optional<ConnectRequest>& req, std::size_t size,
-                                    const std::string& peer, bool peer_allowed) const;
+                                    const std::string& peer, const sockaddr* peer_addr) const;
   void refuse(rdma::CmId& id, const std::string& peer, const RejectNote& note);
   Link* claim_link() noexcept;
   void abandon_link(Link& link, const std::exception& e);
@@ -227,7 +227,8 @@ class RcPublisher final : public detail::PublisherTransport {
   void to_leaving(Link& link, LinkEnd why) noexcept;
   void check_links() noexcept;
   Link* find(const rdma_cm_id* id) noexcept;
-  bool allowed(const sockaddr* peer) const noexcept;
+  // Is `peer` in `list` (empty: anyone is)?
+  static bool listed(const std::vector<rdma::Address>& list, const sockaddr* peer) noexcept;
   void notify_and_drain() noexcept;
   // Live, and ticks publish() accepted are still to be written to it.
   [[nodiscard]] bool backlogged(const Active& a) const noexcept {
@@ -242,6 +243,7 @@ class RcPublisher final : public detail::PublisherTransport {
   std::uint32_t sq_depth_;
   std::uint64_t heartbeat_cycles_;
   std::vector<rdma::Address> allow_;
+  std::vector<rdma::Address> wait_for_;  // who may pick a policy that holds the publisher back
   // 2 x staging_slots_ Slots: the staging ring, then its twin with commit words of 0 (written
   // only while a split-commit subscriber is served).
   MappedRegion staging_;
