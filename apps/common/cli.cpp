@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -38,6 +39,16 @@ std::atomic<bool> g_stop{false};
 extern "C" void on_stop_signal(int sig) {
   g_stop.store(true, std::memory_order_relaxed);
   if (sig == SIGINT) std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends at once
+}
+
+// The error of the last short attach, saying how long the whole wait was.
+[[noreturn]] void throw_waited(const Error& e, std::chrono::milliseconds last, std::chrono::milliseconds all) {
+  std::string m = message_of(e);
+  const std::string said = "after waiting " + std::to_string(last.count()) + " ms";
+  if (const auto at = m.find(said); at != std::string::npos) {
+    m.replace(at, said.size(), "after waiting " + std::to_string(all.count()) + " ms");
+  }
+  throw Error(e.code(), m);
 }
 
 }  // namespace
@@ -159,6 +170,35 @@ std::string message_of(const Error& e) {
   return m;
 }
 
+Subscriber attach_subscriber(const SubscriberConfig& sc, const std::atomic<bool>& stop,
+                             const std::function<void()>& between) {
+  using steady = std::chrono::steady_clock;
+  constexpr std::chrono::milliseconds kSlice{100};  // how soon a stop ends the wait
+  const auto stopped = [&stop] { return stop.load(std::memory_order_relaxed); };
+  const std::function<void()> hook = [&] {  // RC's waits between attempts look at it
+    if (stopped()) throw Interrupted();
+    if (between) between();
+  };
+  const auto deadline = steady::now() + sc.attach_timeout;
+  SubscriberConfig attempt = sc;
+  for (;;) {
+    if (stopped()) throw Interrupted();
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
+    attempt.attach_timeout = std::clamp(left, std::chrono::milliseconds(0), kSlice);
+    const auto slice_end = steady::now() + attempt.attach_timeout;
+    try {
+      return Subscriber(attempt, hook);
+    } catch (const Error& e) {
+      if (stopped()) throw Interrupted();
+      // Thrown before its wait was over: a failure the library does not wait out (a refusal).
+      if (steady::now() < slice_end || steady::now() >= deadline) {
+        if (sc.attach_timeout <= kSlice) throw;
+        throw_waited(e, attempt.attach_timeout, sc.attach_timeout);
+      }
+    }
+  }
+}
+
 std::string exit_status_help() {
   return "Exit status: 0 ok; 1 the run failed (transport, device, input); 2 bad command line,\n"
          "config file or output path; 130 interrupted by SIGINT or SIGTERM (the report and the\n"
@@ -240,15 +280,19 @@ void Cli::check_outputs(std::initializer_list<std::pair<std::string_view, const 
 }
 
 int Cli::run(const std::function<int()>& body) const {
+  int status = kExitFailure;
   try {
-    return body();
+    status = body();
+  } catch (const Interrupted& e) {
+    note(e.what());
+    status = kExitInterrupted;
   } catch (const Error& e) {
     note("error: " + message_of(e));
-    return e.code() == make_error_code(Errc::config_error) ? kExitUsage : kExitFailure;
+    status = e.code() == make_error_code(Errc::config_error) ? kExitUsage : kExitFailure;
   } catch (const std::exception& e) {
     note(std::string("error: ") + e.what());
-    return kExitFailure;
   }
+  return status;
 }
 
 void Cli::note(const std::string& text) const { std::fprintf(stderr, "%s: %s\n", name_.c_str(), text.c_str()); }

@@ -17,12 +17,14 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "tickrail/config.hpp"
 #include "tickrail/error.hpp"
+#include "tickrail/subscriber.hpp"
 #include "tickrail/tools/record/range.hpp"
 
 namespace tickrail::cli {
@@ -62,6 +64,16 @@ void install_stop_signals();
 [[nodiscard]] bool stop_requested() noexcept;
 // Sleeps for `d`, or less when a stop is requested.
 void sleep_unless_stopped(std::chrono::duration<double> d);
+
+// Thrown by attach_subscriber() when a stop is requested while it waits for the channel.
+struct Interrupted : std::runtime_error {
+  Interrupted() : std::runtime_error("interrupted while waiting for the channel") {}
+};
+// Subscriber(sc, between) waiting up to sc.attach_timeout for its channel, and ending the wait
+// with Interrupted once `stop` is set. The library waits out an attach_timeout without looking
+// at anything (shm), so this waits in short attaches one after another.
+Subscriber attach_subscriber(const SubscriberConfig& sc, const std::atomic<bool>& stop,
+                             const std::function<void()>& between = {});
 
 class Cli {
  public:

@@ -60,9 +60,11 @@ struct RunResult {
   std::string error;         // the writer's error ("" when none)
   SubscriberCounters counters{};
   double elapsed_s = 0;
+  bool attached = true;      // false: interrupted before the channel was there (no file made)
 };
 // Subscribes with `sc` and records into o.file until the channel ends, o.count, o.duration or
-// `stop`. `progress` (may be empty) is called about twice a second.
+// `stop` (which also ends the wait for the channel). o.file is made once attached: a failed
+// attach throws and leaves no file. `progress` (may be empty) is called about twice a second.
 RunResult record_channel(const Options& o, const SubscriberConfig& sc, const std::atomic<bool>* stop,
                          const std::function<void(const RunResult&)>& progress = {});
 [[nodiscard]] Info summary(const Options& o, const SubscriberConfig& sc, const RunResult& r);

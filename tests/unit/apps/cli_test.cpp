@@ -289,3 +289,67 @@ TEST_CASE("doctor --config rejects an unknown key naming it and the file, exit 2
   CHECK(g.status != 2);
   for (const auto& p : {config, good}) std::filesystem::remove(p);
 }
+
+namespace {
+
+const std::string kRecord = "apps/record/tickrail-record";
+
+}  // namespace
+
+TEST_CASE("jitter: SIGTERM while waiting for the channel exits 130 with its report", "[cli]") {
+  const std::string channel = "cli-attach-" + std::to_string(getpid());
+  const std::string j = scratch("attach.json"), log = scratch("attach.log");
+  // No publisher: jitter waits up to a minute for the channel.
+  const Started s = start({build_program(kJitter), "--channel", channel, "--quiet", "--attach-timeout-ms", "60000",
+                           "--json", j},
+                          log);
+  REQUIRE(wait_catching(s.pid, SIGTERM, std::chrono::seconds(20)));
+  kill(s.pid, SIGTERM);
+  const int status = wait_exit(s.pid, std::chrono::seconds(30));
+  const std::string out = slurp(log);
+  INFO(out);
+  CHECK(status == 130);
+  CHECK_THAT(out, Catch::Contains("interrupted while waiting for the channel") && Catch::Contains("ended: interrupted"));
+  CHECK(json::parse(slurp(j))["ended"] == "interrupted");
+  for (const auto& p : {j, log}) std::filesystem::remove(p);
+}
+
+TEST_CASE("record: SIGINT or SIGTERM ends the wait for the channel, exit 130, no file made", "[cli]") {
+  for (const int sig : {SIGINT, SIGTERM}) {
+    const std::string channel = "cli-rec-" + std::to_string(getpid()) + "-" + std::to_string(sig);
+    const std::string rec = scratch("wait.rec"), log = scratch("wait.log");
+    const Started s = start({build_program(kRecord), "--channel", channel, "-q", "--attach-timeout-ms", "86400000", rec},
+                            log);
+    REQUIRE(wait_catching(s.pid, sig, std::chrono::seconds(20)));
+    kill(s.pid, sig);
+    const int status = wait_exit(s.pid, std::chrono::seconds(30));
+    const std::string out = slurp(log);
+    INFO("signal " << sig << ": " << out);
+    CHECK(status == 130);
+    CHECK_THAT(out, Catch::Contains("ended: interrupted"));
+    CHECK_FALSE(std::filesystem::exists(rec));
+    for (const auto& p : {rec, log}) std::filesystem::remove(p);
+  }
+}
+
+TEST_CASE("record: a failed attach leaves no file, and the same command can be run again", "[cli]") {
+  const std::string rec = scratch("missing.rec");
+  const std::vector<std::string> args = {build_program(kRecord), "--channel", "cli-rec-none-" + std::to_string(getpid()),
+                                         "-q", "--attach-timeout-ms", "100", rec};
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const Finished f = run_program(args, scratch("log"));
+    INFO("attempt " << attempt << ": " << f.output);
+    CHECK(f.status == 1);
+    CHECK_THAT(f.output, Catch::Contains("no such channel") && !Catch::Contains("exists"));
+    CHECK_FALSE(std::filesystem::exists(rec));
+  }
+  // An existing recording without --force is still refused before any wait.
+  std::ofstream(rec) << "kept";
+  const Finished f = run_program(args, scratch("log"));
+  INFO(f.output);
+  CHECK(f.status == 2);
+  CHECK_THAT(f.output, Catch::Contains("exists (--force replaces it)"));
+  CHECK(slurp(rec) == "kept");
+  std::filesystem::remove(rec);
+}
+

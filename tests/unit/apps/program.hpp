@@ -77,7 +77,14 @@ inline bool wait_for_output(const std::string& log, const std::string& text, std
 // /proc/PID/status), false after `timeout`. A signal sent before that would kill it instead.
 inline bool wait_catching(pid_t pid, int sig, std::chrono::seconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   while (std::chrono::steady_clock::now() < deadline) {
+    // Not before the exec: until then the child has this test's handlers (Catch's).
+    if (std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec) == self) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
     std::ifstream status("/proc/" + std::to_string(pid) + "/status");
     for (std::string line; std::getline(status, line);) {
       if (line.rfind("SigCgt:", 0) == 0 && ((std::stoull(line.substr(7), nullptr, 16) >> (sig - 1)) & 1u) != 0) {
