@@ -166,7 +166,11 @@ void sleep_unless_stopped(std::chrono::duration<double> d) {
 std::string message_of(const Error& e) {
   std::string m = e.what();
   const std::string tail = ": " + e.code().message();
-  if (m.size() > tail.size() && m.ends_with(tail)) m.resize(m.size() - tail.size());
+  if (m.size() <= tail.size() || !m.ends_with(tail)) return m;
+  const std::string_view rest(m.data(), m.size() - tail.size());
+  // tickrail's own category says nothing the message does not ("not found"); an OS reason does,
+  // unless the message carries it already.
+  if (e.code().category() == tickrail_category() || rest.ends_with(tail)) m.resize(rest.size());
   return m;
 }
 

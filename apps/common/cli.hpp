@@ -146,8 +146,9 @@ std::uint64_t parse_exchange_time(std::string_view text, std::string_view option
 // --from-seq, --to-seq, --from-time and --to-time (bounds inclusive; time is exch_ts), into `r`.
 void add_range_options(Cli& cli, record::Range& r);
 
-// what() without the category's text that std::system_error appends (": not found"): the
-// message alone says what and where.
+// what() without tickrail's own category text that std::system_error appends (": not found"):
+// the message alone says what and where. The OS's reason for an errno code ("No such file or
+// directory") stays, once: a message that already ends with it (recording.cpp) keeps one copy.
 [[nodiscard]] std::string message_of(const Error& e);
 
 // The exit-status table printed at the end of every --help.

@@ -353,3 +353,12 @@ TEST_CASE("record: a failed attach leaves no file, and the same command can be r
   std::filesystem::remove(rec);
 }
 
+TEST_CASE("an input that cannot be opened is named with the system's reason", "[cli]") {
+  const std::string missing = scratch("nonexistent.itch");
+  const Finished f = run_program({build_program(kReplay), "--channel", "cli-open", "--wait-subscribers", "0", missing},
+                                 scratch("log"));
+  INFO(f.output);
+  CHECK(f.status == 1);
+  CHECK_THAT(f.output, Catch::Contains(missing) && Catch::Contains("No such file or directory"));
+}
+
