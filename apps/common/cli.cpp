@@ -35,6 +35,7 @@ std::string_view trimmed(std::string_view s) {
 }
 
 std::atomic<bool> g_stop{false};
+int g_stdout_errno = 0;  // the first failed write's, as errno is gone by the end of the run
 
 extern "C" void on_stop_signal(int sig) {
   g_stop.store(true, std::memory_order_relaxed);
@@ -152,6 +153,13 @@ void install_stop_signals() {
 
 const std::atomic<bool>& stop_flag() noexcept { return g_stop; }
 
+bool print(const std::string& text) {
+  errno = 0;
+  if (std::fputs(text.c_str(), stdout) >= 0 && std::fflush(stdout) == 0) return true;
+  if (g_stdout_errno == 0) g_stdout_errno = errno;
+  return false;
+}
+
 bool stop_requested() noexcept { return g_stop.load(std::memory_order_relaxed); }
 
 void sleep_unless_stopped(std::chrono::duration<double> d) {
@@ -204,9 +212,10 @@ Subscriber attach_subscriber(const SubscriberConfig& sc, const std::atomic<bool>
 }
 
 std::string exit_status_help() {
-  return "Exit status: 0 ok; 1 the run failed (transport, device, input); 2 bad command line,\n"
-         "config file or output path; 130 interrupted by SIGINT or SIGTERM (the report and the\n"
-         "output files are still written).";
+  return "Exit status: 0 ok; 1 the run failed (transport, device, input, or the report could not\n"
+         "be written to stdout); 2 bad command line, config file or output path; 130 interrupted by\n"
+         "SIGINT or SIGTERM, waiting for a channel too (the report and the output files are still\n"
+         "written).";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -214,6 +223,9 @@ Cli::Cli(std::string name, const std::string& description)
     : name_(std::move(name)), app_(description, name_) {
   app_.set_version_flag("--version", name_ + " " + tickrail::version());
   app_.footer("\n" + exit_status_help());
+  // A reader that went away (| head) makes the next write fail with EPIPE, seen by run(),
+  // instead of killing the program before it cleans up (its live-counters file).
+  std::signal(SIGPIPE, SIG_IGN);
 }
 
 void Cli::add_config(const std::string& help) {
@@ -296,7 +308,17 @@ int Cli::run(const std::function<int()>& body) const {
   } catch (const std::exception& e) {
     note(std::string("error: ") + e.what());
   }
-  return status;
+  return check_stdout(status);
+}
+
+int Cli::check_stdout(int status) const {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = g_stdout_errno != 0 ? g_stdout_errno : errno;
+  if (flushed && std::ferror(stdout) == 0) return status;
+  note("error: cannot write the report to standard output" +
+       (err != 0 ? std::string(": ") + std::strerror(err) : std::string()));
+  return status == kExitOk ? kExitFailure : status;
 }
 
 void Cli::note(const std::string& text) const { std::fprintf(stderr, "%s: %s\n", name_.c_str(), text.c_str()); }

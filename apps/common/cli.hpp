@@ -34,6 +34,8 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;       // the run failed (transport, input, device...)
 inline constexpr int kExitUsage = 2;         // bad command line, config file or output path
 inline constexpr int kExitInterrupted = 130;  // SIGINT or SIGTERM; the report is still written
+// A report that could not be written to stdout (a full disk, a closed pipe: SIGPIPE is ignored)
+// is a failed run: kExitFailure, unless the run had already failed or was interrupted.
 
 // Checked conversions of command-line text: the whole text must be a number within [min, max]
 // (finite for doubles); otherwise Error(config_error) "option: 'text' is not ...".
@@ -62,6 +64,10 @@ void check_writable(const std::string& path, std::string_view option);
 void install_stop_signals();
 [[nodiscard]] const std::atomic<bool>& stop_flag() noexcept;
 [[nodiscard]] bool stop_requested() noexcept;
+// Writes `text` to stdout and flushes it; false when that failed (the reason is kept for
+// Cli::run(), which then says it: the programs' reports go through this).
+bool print(const std::string& text);
+
 // Sleeps for `d`, or less when a stop is requested.
 void sleep_unless_stopped(std::chrono::duration<double> d);
 
@@ -118,6 +124,7 @@ class Cli {
   // Runs `body`, turning what it throws into "name: error: what" on stderr and an exit status:
   // kExitUsage for Errc::config_error (bad option, config or output path), kExitFailure for
   // anything else.
+  // Then a report that could not be written to stdout is said, and kExitOk becomes kExitFailure.
   [[nodiscard]] int run(const std::function<int()>& body) const;
 
   // "name: text" on stderr.
@@ -129,6 +136,8 @@ class Cli {
     std::shared_ptr<std::string> text;  // nullptr for a flag
     std::function<void(const std::string&)> apply;
   };
+  [[nodiscard]] int check_stdout(int status) const;
+
   std::string name_;
   CLI::App app_;
   std::vector<std::string> configs_;

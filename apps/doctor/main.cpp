@@ -71,11 +71,8 @@ int check(const cli::Cli& cli, Args& a) {
     if (e.code() != make_error_code(Errc::invalid_argument)) throw;
     throw Error(Errc::config_error, "--only: " + cli::message_of(e));
   }
-  if (a.json) {
-    std::printf("%s\n", doctor::format_json(r).c_str());
-  } else {
-    std::printf("%s", doctor::format_text(r, !a.no_color && ::isatty(STDOUT_FILENO) != 0).c_str());
-  }
+  // A failure to write is said by cli.run().
+  (void)cli::print(a.json ? doctor::format_json(r) + "\n" : doctor::format_text(r, !a.no_color && ::isatty(STDOUT_FILENO) != 0));
   return r.passed() ? cli::kExitOk : cli::kExitFailure;
 }
 

@@ -448,8 +448,7 @@ int run(const Options& o, const SubscriberConfig& sc) {
     info.ended = "interrupted";
   }
 
-  std::fputs(format_report(rec, info).c_str(), stdout);
-  std::fflush(stdout);
+  (void)cli::print(format_report(rec, info));  // a failure is said by cli.run()
   write_report_files(o, rec, info);
   if (info.ended == "evicted") return cli::kExitFailure;
   if (info.snapshot && !info.snapshot_complete && info.ended != "interrupted") {

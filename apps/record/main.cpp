@@ -69,8 +69,7 @@ int info(const cli::Cli& cli, const recorder_app::Options& o) {
   (void)cli;
   const record::Recording r(o.file);
   const recorder_app::Info i = recorder_app::describe(r);
-  std::fputs(i.text.c_str(), stdout);
-  std::fflush(stdout);
+  (void)cli::print(i.text);  // a failure is said by cli.run()
   if (!o.json.empty()) write_text_file(o.json, i.json.dump(2) + "\n");
   return cli::kExitOk;  // a recording that stops early is still a recording: the text says where
 }
@@ -115,8 +114,7 @@ int record_run(const cli::Cli& cli, const recorder_app::Options& o, const Subscr
   const recorder_app::RunResult r = recorder_app::record_channel(o, sc, &cli::stop_flag(), progress);
   if (tty) std::fprintf(stderr, "\r%100s\r", "");
   const recorder_app::Info s = recorder_app::summary(o, sc, r);
-  std::fputs(s.text.c_str(), stdout);
-  std::fflush(stdout);
+  (void)cli::print(s.text);  // a failure is said by cli.run()
   if (!o.json.empty()) write_text_file(o.json, s.json.dump(2) + "\n");
   if (!r.error.empty()) {
     cli.note("error: " + r.error);

@@ -3,6 +3,8 @@
 // output paths, one exit-status table, --version, and the error on a host without RDMA.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+
 #include <nlohmann/json.hpp>
 
 #include "program.hpp"
@@ -294,6 +296,11 @@ namespace {
 
 const std::string kRecord = "apps/record/tickrail-record";
 
+// True when `dir` holds no file.
+bool empty_dir(const std::string& dir) {
+  return std::filesystem::is_empty(dir);
+}
+
 }  // namespace
 
 TEST_CASE("jitter: SIGTERM while waiting for the channel exits 130 with its report", "[cli]") {
@@ -360,5 +367,37 @@ TEST_CASE("an input that cannot be opened is named with the system's reason", "[
   INFO(f.output);
   CHECK(f.status == 1);
   CHECK_THAT(f.output, Catch::Contains(missing) && Catch::Contains("No such file or directory"));
+}
+
+TEST_CASE("a report that cannot be written to stdout is said on stderr, exit 1", "[cli]") {
+  const std::string dir = scratch("statdir");
+  std::filesystem::create_directories(dir);
+  const std::string log = scratch("stdout.log");
+  SECTION("tickrail-stat --once > /dev/full") {
+    const int full = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
+    REQUIRE(full >= 0);
+    const Started s = start_with_stdout({build_program("apps/stat/tickrail-stat"), "--once", "--dir", dir}, full, log);
+    ::close(full);
+    const int status = wait_exit(s.pid, std::chrono::seconds(30));
+    INFO(slurp(log));
+    CHECK(status == 1);
+    CHECK_THAT(slurp(log), Catch::Contains("cannot write the report to standard output: No space left on device"));
+  }
+  SECTION("tickrail-replay into a pipe whose reader is gone (| head): no SIGPIPE, counters file removed") {
+    int p[2];
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    ::close(p[0]);  // the reader has gone: every write fails with EPIPE (SIGPIPE by default)
+    const Started s = start_with_stdout({build_program(kReplay), "--channel", "cli-pipe-" + std::to_string(getpid()),
+                                         "--quiet", "--wait-subscribers", "0", "--count", "100", "--max"},
+                                        p[1], log, {"TICKRAIL_STAT_DIR=" + dir});
+    ::close(p[1]);
+    const int status = wait_exit(s.pid, std::chrono::seconds(30));
+    INFO(slurp(log));
+    CHECK(status == 1);
+    CHECK_THAT(slurp(log), Catch::Contains("cannot write the report to standard output: Broken pipe"));
+    CHECK(empty_dir(dir));
+  }
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(log);
 }
 

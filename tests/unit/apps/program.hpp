@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -37,6 +38,26 @@ inline Started start(const std::vector<std::string>& args, const std::string& lo
     FILE* out = std::freopen(log.c_str(), "w", stdout);
     (void)out;
     dup2(fileno(stdout), STDERR_FILENO);
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return {pid, log};
+}
+
+// As start(), with stdout on `out_fd` (a pipe, /dev/full) and only stderr in `log`, and `env`
+// ("NAME=value") added to the environment.
+inline Started start_with_stdout(const std::vector<std::string>& args, int out_fd, const std::string& log,
+                                 const std::vector<std::string>& env = {}) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    FILE* err = std::freopen(log.c_str(), "w", stderr);
+    (void)err;
+    dup2(out_fd, STDOUT_FILENO);
+    std::signal(SIGPIPE, SIG_DFL);  // as a shell starts it, whatever this process does
+    for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
     std::vector<char*> argv;
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
