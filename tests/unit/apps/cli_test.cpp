@@ -401,3 +401,34 @@ TEST_CASE("a report that cannot be written to stdout is said on stderr, exit 1",
   std::filesystem::remove(log);
 }
 
+TEST_CASE("doctor -c checks the programs' sections, refuses a directory, takes several files", "[cli]") {
+  const std::string doctor = build_program("apps/doctor/tickrail-doctor");
+  const std::string good = write("doc-ok.toml", "transport = \"shm\"\n[replay]\nbook = true\n[jitter]\nmode = \"one-way\"\n"
+                                                "[record]\nblock_ticks = 1024\n");
+  struct Case {
+    std::string section, key;
+  };
+  for (const Case& c : std::vector<Case>{{"replay", "bok"}, {"jitter", "mdoe"}, {"record", "blok_ticks"}}) {
+    const std::string bad = write("doc-" + c.section + ".toml", "transport = \"shm\"\n[" + c.section + "]\n" + c.key + " = 1\n");
+    // Alone with -c, and as the second of two --config.
+    for (const auto& args : {std::vector<std::string>{doctor, "-c", bad, "--only", "memlock"},
+                             std::vector<std::string>{doctor, "--config", good, "--config", bad, "--only", "memlock"}}) {
+      const Finished f = run_program(args, scratch("log"));
+      INFO(f.output);
+      CHECK(f.status == 2);
+      CHECK_THAT(f.output, Catch::Contains(bad + ":3") && Catch::Contains(c.section + "." + c.key));
+    }
+    std::filesystem::remove(bad);
+  }
+  const Finished ok = run_program({doctor, "-c", good, "--config", good, "--only", "memlock"}, scratch("log"));
+  INFO(ok.output);
+  CHECK(ok.status != 2);
+  const std::string dir = scratch("doc-dir");
+  std::filesystem::create_directories(dir);
+  const Finished d = run_program({doctor, "--config", dir, "--only", "memlock"}, scratch("log"));
+  INFO(d.output);
+  CHECK(d.status == 2);
+  CHECK_THAT(d.output, Catch::Contains(dir));
+  std::filesystem::remove(dir);
+  std::filesystem::remove(good);
+}
