@@ -152,7 +152,7 @@ Info describe(const record::Recording& r) {
   return out;
 }
 
-std::uint64_t export_csv(const Options& o) {
+std::uint64_t export_csv(const Options& o, std::uint64_t& bad_blocks) {
   record::RecordingSource src(o.file, o.range, o.skip_bad);
   feed::CsvTickWriter w(o.csv);
   std::vector<Tick> buf(4096);
@@ -165,9 +165,11 @@ std::uint64_t export_csv(const Options& o) {
       if (k == 0 && src.at_end()) break;
     }
   } catch (...) {
+    bad_blocks = src.bad_blocks();
     w.close();  // what came before the error stays, complete
     throw;
   }
+  bad_blocks = src.bad_blocks();
   w.close();
   return n;
 }

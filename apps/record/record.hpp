@@ -49,7 +49,8 @@ struct Info {
 
 // Exports o.range of o.file to o.csv. Returns how many ticks; throws the reader's error after
 // writing the ticks before it (a corrupt block without skip_bad, an unclosed file's end).
-std::uint64_t export_csv(const Options& o);
+// `bad_blocks`: the corrupt blocks skipped (skip_bad), set on return and before a throw.
+std::uint64_t export_csv(const Options& o, std::uint64_t& bad_blocks);
 
 // Why a recording run ended.
 struct RunResult {

@@ -367,6 +367,16 @@ TEST_CASE("an input that cannot be opened is named with the system's reason", "[
   INFO(f.output);
   CHECK(f.status == 1);
   CHECK_THAT(f.output, Catch::Contains(missing) && Catch::Contains("No such file or directory"));
+  // A directory is found before the wait for subscribers (a day here), not at the first read.
+  const std::string dir = scratch("input-dir");
+  std::filesystem::create_directories(dir);
+  const Finished d = run_program({build_program(kReplay), "--channel", "cli-open", "--wait-subscribers", "1",
+                                  "--wait-timeout-ms", "86400000", dir},
+                                 scratch("log"), std::chrono::seconds(30));
+  INFO(d.output);
+  CHECK(d.status == 1);
+  CHECK_THAT(d.output, Catch::Contains(dir) && Catch::Contains("Is a directory"));
+  std::filesystem::remove(dir);
 }
 
 TEST_CASE("a report that cannot be written to stdout is said on stderr, exit 1", "[cli]") {
@@ -431,4 +441,26 @@ TEST_CASE("doctor -c checks the programs' sections, refuses a directory, takes s
   CHECK_THAT(d.output, Catch::Contains(dir));
   std::filesystem::remove(dir);
   std::filesystem::remove(good);
+}
+
+TEST_CASE("record --csv: /dev/stdout is an output, not an existing file; --json checked first", "[cli]") {
+  const std::string not_rec = write("not-a.rec", "this is not a recording\n");
+  // Not refused as existing (exit 2): the input is read, and is not a recording (exit 1).
+  const Finished f = run_program({build_program(kRecord), "--csv", "/dev/stdout", not_rec}, scratch("log"));
+  INFO(f.output);
+  CHECK(f.status == 1);
+  CHECK_THAT(f.output, !Catch::Contains("exists"));
+  // --json that cannot be written is refused before --info or --csv runs.
+  const std::string bad_json = scratch("no-such-dir") + "/out.json";
+  for (const std::vector<std::string>& command : {std::vector<std::string>{"--info"},
+                                                  std::vector<std::string>{"--csv", scratch("out.csv")}}) {
+    auto args = cat({build_program(kRecord), "--json", bad_json}, command);
+    args.push_back(not_rec);
+    const Finished j = run_program(args, scratch("log"));
+    INFO(j.output);
+    CHECK(j.status == 2);
+    CHECK_THAT(j.output, Catch::Contains("--json") && Catch::Contains(bad_json));
+    CHECK_FALSE(std::filesystem::exists(scratch("out.csv")));
+  }
+  std::filesystem::remove(not_rec);
 }
