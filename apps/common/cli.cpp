@@ -10,6 +10,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -295,7 +296,21 @@ void Cli::check_outputs(std::initializer_list<std::pair<std::string_view, const 
   }
 }
 
+// TICKRAIL_STATS takes the words docs/apps.md lists; the library reads any other as "on",
+// which a user who typed "of" or "disable" would not expect: say so.
+void Cli::warn_environment() const {
+  const char* v = std::getenv("TICKRAIL_STATS");
+  if (v == nullptr) return;
+  const std::string_view s(v);
+  for (const char* known : {"0", "off", "false", "no", "1", "on", "true", "yes", ""}) {
+    if (s == known) return;
+  }
+  note("warning: TICKRAIL_STATS='" + std::string(s) +
+       "' is neither 0, off, false or no (live counters off) nor 1, on, true or yes: the counters stay on");
+}
+
 int Cli::run(const std::function<int()>& body) const {
+  warn_environment();
   int status = kExitFailure;
   try {
     status = body();

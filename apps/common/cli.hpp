@@ -125,6 +125,7 @@ class Cli {
   // kExitUsage for Errc::config_error (bad option, config or output path), kExitFailure for
   // anything else.
   // Then a report that could not be written to stdout is said, and kExitOk becomes kExitFailure.
+  // Before it, a TICKRAIL_STATS that is not one of its words is warned about.
   [[nodiscard]] int run(const std::function<int()>& body) const;
 
   // "name: text" on stderr.
@@ -137,6 +138,7 @@ class Cli {
     std::function<void(const std::string&)> apply;
   };
   [[nodiscard]] int check_stdout(int status) const;
+  void warn_environment() const;
 
   std::string name_;
   CLI::App app_;

@@ -464,3 +464,19 @@ TEST_CASE("record --csv: /dev/stdout is an output, not an existing file; --json 
   }
   std::filesystem::remove(not_rec);
 }
+
+TEST_CASE("TICKRAIL_STATS with a value it does not know is warned about, naming it", "[cli]") {
+  const std::string log = scratch("stats-env.log");
+  const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  REQUIRE(null >= 0);
+  const Started s = start_with_stdout({build_program(kReplay), "--channel", "cli-env-" + std::to_string(getpid()),
+                                       "--quiet", "--wait-subscribers", "0", "--count", "10", "--max"},
+                                      null, log, {"TICKRAIL_STATS=bogus"});
+  ::close(null);
+  const int status = wait_exit(s.pid, std::chrono::seconds(30));
+  const std::string out = slurp(log);
+  INFO(out);
+  CHECK(status == 0);
+  CHECK_THAT(out, Catch::Contains("warning: TICKRAIL_STATS='bogus'"));
+  std::filesystem::remove(log);
+}
