@@ -4,11 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -34,10 +36,21 @@ std::string_view trimmed(std::string_view s) {
 }
 
 std::atomic<bool> g_stop{false};
+int g_stdout_errno = 0;  // the first failed write's, as errno is gone by the end of the run
 
 extern "C" void on_stop_signal(int sig) {
   g_stop.store(true, std::memory_order_relaxed);
   if (sig == SIGINT) std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends at once
+}
+
+// The error of the last short attach, saying how long the whole wait was.
+[[noreturn]] void throw_waited(const Error& e, std::chrono::milliseconds last, std::chrono::milliseconds all) {
+  std::string m = message_of(e);
+  const std::string said = "after waiting " + std::to_string(last.count()) + " ms";
+  if (const auto at = m.find(said); at != std::string::npos) {
+    m.replace(at, said.size(), "after waiting " + std::to_string(all.count()) + " ms");
+  }
+  throw Error(e.code(), m);
 }
 
 }  // namespace
@@ -141,6 +154,13 @@ void install_stop_signals() {
 
 const std::atomic<bool>& stop_flag() noexcept { return g_stop; }
 
+bool print(const std::string& text) {
+  errno = 0;
+  if (std::fputs(text.c_str(), stdout) >= 0 && std::fflush(stdout) == 0) return true;
+  if (g_stdout_errno == 0) g_stdout_errno = errno;
+  return false;
+}
+
 bool stop_requested() noexcept { return g_stop.load(std::memory_order_relaxed); }
 
 void sleep_unless_stopped(std::chrono::duration<double> d) {
@@ -155,14 +175,48 @@ void sleep_unless_stopped(std::chrono::duration<double> d) {
 std::string message_of(const Error& e) {
   std::string m = e.what();
   const std::string tail = ": " + e.code().message();
-  if (m.size() > tail.size() && m.ends_with(tail)) m.resize(m.size() - tail.size());
+  if (m.size() <= tail.size() || !m.ends_with(tail)) return m;
+  const std::string_view rest(m.data(), m.size() - tail.size());
+  // tickrail's own category says nothing the message does not ("not found"); an OS reason does,
+  // unless the message carries it already.
+  if (e.code().category() == tickrail_category() || rest.ends_with(tail)) m.resize(rest.size());
   return m;
 }
 
+Subscriber attach_subscriber(const SubscriberConfig& sc, const std::atomic<bool>& stop,
+                             const std::function<void()>& between) {
+  using steady = std::chrono::steady_clock;
+  constexpr std::chrono::milliseconds kSlice{100};  // how soon a stop ends the wait
+  const auto stopped = [&stop] { return stop.load(std::memory_order_relaxed); };
+  const std::function<void()> hook = [&] {  // RC's waits between attempts look at it
+    if (stopped()) throw Interrupted();
+    if (between) between();
+  };
+  const auto deadline = steady::now() + sc.attach_timeout;
+  SubscriberConfig attempt = sc;
+  for (;;) {
+    if (stopped()) throw Interrupted();
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
+    attempt.attach_timeout = std::clamp(left, std::chrono::milliseconds(0), kSlice);
+    const auto slice_end = steady::now() + attempt.attach_timeout;
+    try {
+      return Subscriber(attempt, hook);
+    } catch (const Error& e) {
+      if (stopped()) throw Interrupted();
+      // Thrown before its wait was over: a failure the library does not wait out (a refusal).
+      if (steady::now() < slice_end || steady::now() >= deadline) {
+        if (sc.attach_timeout <= kSlice) throw;
+        throw_waited(e, attempt.attach_timeout, sc.attach_timeout);
+      }
+    }
+  }
+}
+
 std::string exit_status_help() {
-  return "Exit status: 0 ok; 1 the run failed (transport, device, input); 2 bad command line,\n"
-         "config file or output path; 130 interrupted by SIGINT or SIGTERM (the report and the\n"
-         "output files are still written).";
+  return "Exit status: 0 ok; 1 the run failed (transport, device, input, or the report could not\n"
+         "be written to stdout); 2 bad command line, config file or output path; 130 interrupted by\n"
+         "SIGINT or SIGTERM, waiting for a channel too (the report and the output files are still\n"
+         "written).";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -170,6 +224,9 @@ Cli::Cli(std::string name, const std::string& description)
     : name_(std::move(name)), app_(description, name_) {
   app_.set_version_flag("--version", name_ + " " + tickrail::version());
   app_.footer("\n" + exit_status_help());
+  // A reader that went away (| head) makes the next write fail with EPIPE, seen by run(),
+  // instead of killing the program before it cleans up (its live-counters file).
+  std::signal(SIGPIPE, SIG_IGN);
 }
 
 void Cli::add_config(const std::string& help) {
@@ -239,16 +296,44 @@ void Cli::check_outputs(std::initializer_list<std::pair<std::string_view, const 
   }
 }
 
+// TICKRAIL_STATS takes the words docs/apps.md lists; the library reads any other as "on",
+// which a user who typed "of" or "disable" would not expect: say so.
+void Cli::warn_environment() const {
+  const char* v = std::getenv("TICKRAIL_STATS");
+  if (v == nullptr) return;
+  const std::string_view s(v);
+  for (const char* known : {"0", "off", "false", "no", "1", "on", "true", "yes", ""}) {
+    if (s == known) return;
+  }
+  note("warning: TICKRAIL_STATS='" + std::string(s) +
+       "' is neither 0, off, false or no (live counters off) nor 1, on, true or yes: the counters stay on");
+}
+
 int Cli::run(const std::function<int()>& body) const {
+  warn_environment();
+  int status = kExitFailure;
   try {
-    return body();
+    status = body();
+  } catch (const Interrupted& e) {
+    note(e.what());
+    status = kExitInterrupted;
   } catch (const Error& e) {
     note("error: " + message_of(e));
-    return e.code() == make_error_code(Errc::config_error) ? kExitUsage : kExitFailure;
+    status = e.code() == make_error_code(Errc::config_error) ? kExitUsage : kExitFailure;
   } catch (const std::exception& e) {
     note(std::string("error: ") + e.what());
-    return kExitFailure;
   }
+  return check_stdout(status);
+}
+
+int Cli::check_stdout(int status) const {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = g_stdout_errno != 0 ? g_stdout_errno : errno;
+  if (flushed && std::ferror(stdout) == 0) return status;
+  note("error: cannot write the report to standard output" +
+       (err != 0 ? std::string(": ") + std::strerror(err) : std::string()));
+  return status == kExitOk ? kExitFailure : status;
 }
 
 void Cli::note(const std::string& text) const { std::fprintf(stderr, "%s: %s\n", name_.c_str(), text.c_str()); }

@@ -17,12 +17,14 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "tickrail/config.hpp"
 #include "tickrail/error.hpp"
+#include "tickrail/subscriber.hpp"
 #include "tickrail/tools/record/range.hpp"
 
 namespace tickrail::cli {
@@ -32,6 +34,8 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;       // the run failed (transport, input, device...)
 inline constexpr int kExitUsage = 2;         // bad command line, config file or output path
 inline constexpr int kExitInterrupted = 130;  // SIGINT or SIGTERM; the report is still written
+// A report that could not be written to stdout (a full disk, a closed pipe: SIGPIPE is ignored)
+// is a failed run: kExitFailure, unless the run had already failed or was interrupted.
 
 // Checked conversions of command-line text: the whole text must be a number within [min, max]
 // (finite for doubles); otherwise Error(config_error) "option: 'text' is not ...".
@@ -60,8 +64,22 @@ void check_writable(const std::string& path, std::string_view option);
 void install_stop_signals();
 [[nodiscard]] const std::atomic<bool>& stop_flag() noexcept;
 [[nodiscard]] bool stop_requested() noexcept;
+// Writes `text` to stdout and flushes it; false when that failed (the reason is kept for
+// Cli::run(), which then says it: the programs' reports go through this).
+bool print(const std::string& text);
+
 // Sleeps for `d`, or less when a stop is requested.
 void sleep_unless_stopped(std::chrono::duration<double> d);
+
+// Thrown by attach_subscriber() when a stop is requested while it waits for the channel.
+struct Interrupted : std::runtime_error {
+  Interrupted() : std::runtime_error("interrupted while waiting for the channel") {}
+};
+// Subscriber(sc, between) waiting up to sc.attach_timeout for its channel, and ending the wait
+// with Interrupted once `stop` is set. The library waits out an attach_timeout without looking
+// at anything (shm), so this waits in short attaches one after another.
+Subscriber attach_subscriber(const SubscriberConfig& sc, const std::atomic<bool>& stop,
+                             const std::function<void()>& between = {});
 
 class Cli {
  public:
@@ -106,6 +124,8 @@ class Cli {
   // Runs `body`, turning what it throws into "name: error: what" on stderr and an exit status:
   // kExitUsage for Errc::config_error (bad option, config or output path), kExitFailure for
   // anything else.
+  // Then a report that could not be written to stdout is said, and kExitOk becomes kExitFailure.
+  // Before it, a TICKRAIL_STATS that is not one of its words is warned about.
   [[nodiscard]] int run(const std::function<int()>& body) const;
 
   // "name: text" on stderr.
@@ -117,6 +137,9 @@ class Cli {
     std::shared_ptr<std::string> text;  // nullptr for a flag
     std::function<void(const std::string&)> apply;
   };
+  [[nodiscard]] int check_stdout(int status) const;
+  void warn_environment() const;
+
   std::string name_;
   CLI::App app_;
   std::vector<std::string> configs_;
@@ -134,8 +157,9 @@ std::uint64_t parse_exchange_time(std::string_view text, std::string_view option
 // --from-seq, --to-seq, --from-time and --to-time (bounds inclusive; time is exch_ts), into `r`.
 void add_range_options(Cli& cli, record::Range& r);
 
-// what() without the category's text that std::system_error appends (": not found"): the
-// message alone says what and where.
+// what() without tickrail's own category text that std::system_error appends (": not found"):
+// the message alone says what and where. The OS's reason for an errno code ("No such file or
+// directory") stays, once: a message that already ends with it (recording.cpp) keeps one copy.
 [[nodiscard]] std::string message_of(const Error& e);
 
 // The exit-status table printed at the end of every --help.

@@ -1,7 +1,7 @@
 // tickrail-doctor: checks this host for what tickrail needs and says how to fix what is wrong.
 //
 //   tickrail-doctor                          every check, as a table
-//   tickrail-doctor --config app.toml        ... against one deployment's rings, transport, cores
+//   tickrail-doctor -c app.toml [-c more.toml] ... against one deployment's rings, transport, cores
 //   tickrail-doctor --cpus 2,3 --json        JSON for automation
 //
 // Exit status: 0 when no check FAILs, 1 when one does, 2 on a usage or config error.
@@ -9,7 +9,11 @@
 
 #include <cstdio>
 
+#include "../jitter/jitter.hpp"
+#include "../record/record.hpp"
+#include "../replay/replay.hpp"
 #include "cli.hpp"
+#include "tickrail/tools/config_file.hpp"
 #include "tickrail/affinity.hpp"
 #include "tickrail/tools/doctor.hpp"
 
@@ -19,16 +23,13 @@ namespace {
 
 struct Args {
   doctor::Options o;
-  std::string config;
   std::vector<std::string> only;
   bool json = false, no_color = false, list = false;
 };
 
 void declare(cli::Cli& cli, Args& a) {
   doctor::Options& o = a.o;
-  cli.option("--config", "a tickrail TOML file: check its transports, rings and cpus",
-             [&](const std::string& v) { a.config = v; })
-      ->type_name("FILE");
+  cli.add_config("a tickrail TOML file: check its transports, rings and cpus, and its programs' keys; repeat for several");
   cli.option("--cpus", "cores the hot threads run on, e.g. 2,3 or 2-5",
              [&](const std::string& v) {
                try {
@@ -52,13 +53,25 @@ void declare(cli::Cli& cli, Args& a) {
                    {"--sample-ms", "MS"}});
 }
 
+// The programs' own sections, read by the programs' own readers: a key they do not know is
+// then an unknown key of the file.
+void read_program_sections(ConfigFile& f) {
+  replay::Options ro;
+  replay::read_options(f.section("replay"), ro);
+  jitter::Options jo;
+  jitter::read_options(f.section("jitter"), jo);
+  read_failover_config(f, jo.line_b, jo.failover);
+  recorder_app::Options rec;
+  recorder_app::read_options(f.section("record"), rec);
+}
+
 int check(const cli::Cli& cli, Args& a) {
   if (a.list) {
     for (const doctor::Check& c : doctor::checks()) std::printf("%-11s %s\n", c.name, c.title);
     return cli::kExitOk;
   }
-  if (!a.config.empty()) {
-    doctor::load_config(a.config, a.o);
+  if (!cli.configs().empty()) {
+    doctor::load_config(cli.configs(), a.o, read_program_sections);
     // A config that does not load is the user's to fix before anything is checked.
     for (const std::string& e : a.o.config_errors) cli.note("error: " + e);
     if (!a.o.config_errors.empty()) return cli::kExitUsage;
@@ -71,11 +84,8 @@ int check(const cli::Cli& cli, Args& a) {
     if (e.code() != make_error_code(Errc::invalid_argument)) throw;
     throw Error(Errc::config_error, "--only: " + cli::message_of(e));
   }
-  if (a.json) {
-    std::printf("%s\n", doctor::format_json(r).c_str());
-  } else {
-    std::printf("%s", doctor::format_text(r, !a.no_color && ::isatty(STDOUT_FILENO) != 0).c_str());
-  }
+  // A failure to write is said by cli.run().
+  (void)cli::print(a.json ? doctor::format_json(r) + "\n" : doctor::format_text(r, !a.no_color && ::isatty(STDOUT_FILENO) != 0));
   return r.passed() ? cli::kExitOk : cli::kExitFailure;
 }
 

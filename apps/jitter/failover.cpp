@@ -43,7 +43,6 @@ void measure_failover(const SubscriberConfig& sc, const Options& o, Recorder& re
   info.window = fc.window;
   note("subscribed to line A, " + info.line_name[0] + ", and line B, " + info.line_name[1] +
        " (policy " + to_string(sc.policy) + "); measuring one-way latency of the first copies");
-  cli::install_stop_signals();
 
   const std::uint64_t start = Clock::now();
   const std::uint64_t end = o.duration.count() > 0

@@ -280,10 +280,10 @@ const char* stream_end(Subscriber& sub, Handler& handler, std::size_t want) {
 
 void measure_one_way(const SubscriberConfig& sc, const Options& o, Recorder& rec, RunInfo& info) {
   const Clock& clock = Clock::instance();
-  Subscriber sub(sc);  // waits up to attach_timeout for a live publisher
+  // Waits up to attach_timeout for a live publisher, or until interrupted.
+  Subscriber sub = cli::attach_subscriber(sc, cli::stop_flag());
   note("subscribed to " + info.transport + " channel '" + sc.channel + "' (policy " +
        to_string(sc.policy) + "); measuring one-way latency");
-  cli::install_stop_signals();
 
   const std::uint64_t start = Clock::now();
   const std::uint64_t end = o.duration.count() > 0
@@ -401,6 +401,16 @@ void write_report_files(const Options& o, const Recorder& rec, const RunInfo& in
   }
 }
 
+void measure(const Options& o, const SubscriberConfig& sc, Recorder& rec, RunInfo& info) {
+  if (o.mode == Mode::pingpong) {
+    measure_pingpong(sc, o, rec, info);
+  } else if (o.line_b.given()) {
+    measure_failover(sc, o, rec, info);
+  } else {
+    measure_one_way(sc, o, rec, info);
+  }
+}
+
 }  // namespace
 
 int run(const Options& o, const SubscriberConfig& sc) {
@@ -421,21 +431,24 @@ int run(const Options& o, const SubscriberConfig& sc) {
     if (!l) note("warning: " + l.message);
   }
 
+  // Before the attach: a stop while waiting for the channel is an interrupt like any other.
+  cli::install_stop_signals();
   if (o.mode == Mode::echo) return echo(sc, o);
   Recorder rec(clock.ns_per_cycle());
   info.mode = o.mode;
-  if (o.mode == Mode::pingpong) {
-    measure_pingpong(sc, o, rec, info);
-  } else {
-    if (o.line_b.given()) {
-      measure_failover(sc, o, rec, info);
-    } else {
-      measure_one_way(sc, o, rec, info);
-    }
+  try {
+    measure(o, sc, rec, info);
+  } catch (const cli::Interrupted& e) {
+    note(e.what());
+    info.ended = "interrupted";
+  } catch (const Error&) {
+    if (!cli::stop_requested()) throw;
+    // Two lines attach without looking at the stop: their wait's failure is the interrupt.
+    note("interrupted while waiting for the channel");
+    info.ended = "interrupted";
   }
 
-  std::fputs(format_report(rec, info).c_str(), stdout);
-  std::fflush(stdout);
+  (void)cli::print(format_report(rec, info));  // a failure is said by cli.run()
   write_report_files(o, rec, info);
   if (info.ended == "evicted") return cli::kExitFailure;
   if (info.snapshot && !info.snapshot_complete && info.ended != "interrupted") {

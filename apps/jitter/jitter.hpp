@@ -227,7 +227,7 @@ struct Loss {
 
 // The whole run in o.mode (pin and lock as asked, measure, print the report and write its
 // files); the exit status (cli.hpp). Ends on the publisher's end, --duration, --count or a stop
-// signal (installed once attached).
+// signal (installed before the attach: a stop while waiting for the channel ends it too).
 [[nodiscard]] int run(const Options& o, const SubscriberConfig& sc);
 
 // One-way: attaches (waiting attach_timeout), then records receive time minus the publisher's

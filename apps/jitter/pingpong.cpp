@@ -217,8 +217,7 @@ void measure_pingpong(const SubscriberConfig& sc, const Options& o, Recorder& re
   note("publishing pings on " + info.transport + " channel '" + sc.channel +
        "'; waiting for tickrail-jitter --mode echo to answer on '" + ec.channel + "'");
   // Our forward stream is served while waiting: the echo end publishes only once subscribed.
-  Subscriber sub(ec, [&pub] { pub.service(); });
-  cli::install_stop_signals();
+  Subscriber sub = cli::attach_subscriber(ec, cli::stop_flag(), [&pub] { pub.service(); });
   Pinger pinger(sc, o, rec, info, pub, sub);
   pinger.run();
   const std::uint64_t start = pinger.start();
@@ -230,12 +229,12 @@ void measure_pingpong(const SubscriberConfig& sc, const Options& o, Recorder& re
 
 // The far end of ping-pong: every tick received goes back on the echo stream as it came.
 int echo(const SubscriberConfig& sc, const Options& o) {
-  Subscriber sub(sc);  // the measuring end may start later: attach_timeout
+  // The measuring end may start later: attach_timeout, or until interrupted.
+  Subscriber sub = cli::attach_subscriber(sc, cli::stop_flag());
   PublisherConfig pc = echo_publisher(sc, o);
   Publisher pub(pc);
   note("echoing " + std::string(to_string(sc.transport)) + " channel '" + sc.channel +
        "' back on '" + pc.channel + "'");
-  cli::install_stop_signals();
   std::uint64_t echoed = 0, unsent = 0;
   auto back = [&](const Tick& t) {
     if (pub.publish(t).ok()) {

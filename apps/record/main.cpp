@@ -50,7 +50,7 @@ void declare(cli::Cli& cli, recorder_app::Options& o, SubscriberConfig& sc) {
              [&](const std::string& v) { o.duration = cli::parse_seconds(v, "--duration"); });
   cli.option("--count", "stop after this many ticks (0: no limit)",
              [&](const std::string& v) { o.count = cli::parse_unsigned(v, "--count"); });
-  cli.option("--json", "write the summary (or with --info, the info) as JSON to this file",
+  cli.option("--json", "write the summary (with --info, the info; with --csv, the export's counts) as JSON to this file",
              [&](const std::string& v) { o.json = v; })
       ->type_name("FILE");
   cli.flag("-q,--quiet", "no progress line", [&] { o.quiet = true; });
@@ -58,8 +58,10 @@ void declare(cli::Cli& cli, recorder_app::Options& o, SubscriberConfig& sc) {
                    {"--count", "N"}});
 }
 
-// An output that exists needs --force (the recording itself: RecordingWriter says so).
+// An output that exists needs --force (the recording itself: RecordingWriter says so). A
+// device or a link to one (/dev/stdout, whatever stdout is) is written to, not replaced.
 void check_new(const std::string& path, const char* option, bool force) {
+  if (path.starts_with("/dev/")) return;
   if (!force && access(path.c_str(), F_OK) == 0) {
     throw Error(Errc::config_error, std::string(option) + ": '" + path + "' exists (--force replaces it)");
   }
@@ -69,8 +71,7 @@ int info(const cli::Cli& cli, const recorder_app::Options& o) {
   (void)cli;
   const record::Recording r(o.file);
   const recorder_app::Info i = recorder_app::describe(r);
-  std::fputs(i.text.c_str(), stdout);
-  std::fflush(stdout);
+  (void)cli::print(i.text);  // a failure is said by cli.run()
   if (!o.json.empty()) write_text_file(o.json, i.json.dump(2) + "\n");
   return cli::kExitOk;  // a recording that stops early is still a recording: the text says where
 }
@@ -82,18 +83,25 @@ int csv(const cli::Cli& cli, const recorder_app::Options& o) {
       in.st_ino == out.st_ino) {
     cli::bad_value("--csv", "'" + o.csv + "' is the recording itself");
   }
-  std::uint64_t n = 0;
+  std::uint64_t n = 0, bad = 0;
+  std::string error;
   try {
-    n = recorder_app::export_csv(o);
+    n = recorder_app::export_csv(o, bad);
   } catch (const Error& e) {
-    if (e.code() == make_error_code(Errc::parse_error)) {
-      cli.note("error: " + cli::message_of(e));
-      cli.note("the CSV holds the ticks before it");
-      return cli::kExitFailure;
-    }
-    throw;
+    if (e.code() != make_error_code(Errc::parse_error)) throw;
+    error = cli::message_of(e);
   }
-  cli.note(cli::fmt("exported %llu ticks to %s", static_cast<unsigned long long>(n), o.csv.c_str()));
+  const std::string skipped = o.skip_bad ? cli::fmt(", %llu corrupt blocks skipped", static_cast<unsigned long long>(bad)) : "";
+  if (!o.json.empty()) {
+    const nlohmann::json j = {{"file", o.file}, {"csv", o.csv}, {"exported", n}, {"skipped_blocks", bad}, {"error", error}};
+    write_text_file(o.json, j.dump(2) + "\n");
+  }
+  if (!error.empty()) {
+    cli.note("error: " + error);
+    cli.note("the CSV holds the ticks before it" + skipped);
+    return cli::kExitFailure;
+  }
+  cli.note(cli::fmt("exported %llu ticks to %s", static_cast<unsigned long long>(n), o.csv.c_str()) + skipped);
   return cli::kExitOk;
 }
 
@@ -115,8 +123,7 @@ int record_run(const cli::Cli& cli, const recorder_app::Options& o, const Subscr
   const recorder_app::RunResult r = recorder_app::record_channel(o, sc, &cli::stop_flag(), progress);
   if (tty) std::fprintf(stderr, "\r%100s\r", "");
   const recorder_app::Info s = recorder_app::summary(o, sc, r);
-  std::fputs(s.text.c_str(), stdout);
-  std::fflush(stdout);
+  (void)cli::print(s.text);  // a failure is said by cli.run()
   if (!o.json.empty()) write_text_file(o.json, s.json.dump(2) + "\n");
   if (!r.error.empty()) {
     cli.note("error: " + r.error);
@@ -152,6 +159,8 @@ int main(int argc, char** argv) {
     recorder_app::validate(o);
     if (o.file.empty()) cli::bad_value("FILE", "no recording named (the FILE argument, or [record] output)");
     if (o.info && !o.csv.empty()) cli::bad_value("--info", "and --csv are two commands: give one");
+    // Every command's --json is checked before it starts (as --csv's own output is).
+    if (!o.json.empty()) cli.check_outputs({{"--json", &o.json}});
     if (o.info) return info(cli, o);
     if (!o.csv.empty()) return csv(cli, o);
     if (!o.range.all()) cli::bad_value("--from-seq", "ranges are for --csv and tickrail-replay, not for recording");
@@ -159,7 +168,6 @@ int main(int argc, char** argv) {
     // A recording is the stream as published, in sequence order: no table ticks in it.
     if (sc.policy == SlowConsumerPolicy::conflate) cli::bad_value("--policy", "conflate is not for recording (use block or drop)");
     if (sc.start == StartMode::snapshot) cli::bad_value("start", "snapshot is not for recording (start = live)");
-    if (!o.json.empty()) cli.check_outputs({{"--json", &o.json}});
     return record_run(cli, o, sc);
   });
 }

@@ -1,10 +1,12 @@
 #include "record.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cinttypes>
 #include <ctime>
+#include <optional>
 
 #include "cli.hpp"
 #include "text.hpp"
@@ -150,7 +152,7 @@ Info describe(const record::Recording& r) {
   return out;
 }
 
-std::uint64_t export_csv(const Options& o) {
+std::uint64_t export_csv(const Options& o, std::uint64_t& bad_blocks) {
   record::RecordingSource src(o.file, o.range, o.skip_bad);
   feed::CsvTickWriter w(o.csv);
   std::vector<Tick> buf(4096);
@@ -163,9 +165,11 @@ std::uint64_t export_csv(const Options& o) {
       if (k == 0 && src.at_end()) break;
     }
   } catch (...) {
+    bad_blocks = src.bad_blocks();
     w.close();  // what came before the error stays, complete
     throw;
   }
+  bad_blocks = src.bad_blocks();
   w.close();
   return n;
 }
@@ -184,6 +188,8 @@ const char* stream_end(Subscriber& sub, Handler& handler, std::size_t want) {
   return st == SubscriberState::evicted ? "evicted" : "publisher_gone";
 }
 
+const std::atomic<bool> kNeverStop{false};
+
 std::uint64_t wall_now_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_REALTIME, &ts);
@@ -199,8 +205,23 @@ RunResult record_channel(const Options& o, const SubscriberConfig& sc, const std
     const PinResult pin = pin_current_thread(o.cpu);
     if (!pin) throw Error(Errc::invalid_argument, "--cpu: " + pin.message);
   }
-  // The file first: an existing output without --force, or an unwritable one, fails before
-  // anything waits for a publisher.
+  // The file is checked first: an existing output without --force, or an unwritable one, fails
+  // before anything waits for a publisher. It is made only once attached: a failed or
+  // interrupted wait leaves nothing behind (nor replaces anything with --force).
+  if (!o.force && ::access(o.file.c_str(), F_OK) == 0) {
+    throw Error(Errc::config_error, "recording '" + o.file + "' exists (--force replaces it)");
+  }
+  cli::check_writable(o.file, "FILE");
+  RunResult r;
+  std::optional<Subscriber> attached;
+  try {
+    attached.emplace(cli::attach_subscriber(sc, stop != nullptr ? *stop : kNeverStop));
+  } catch (const cli::Interrupted&) {
+    r.ended = "interrupted";
+    r.attached = false;
+    return r;
+  }
+  Subscriber& sub = *attached;
   record::RecorderConfig rc = o.rec;
   rc.path = o.file;
   rc.writer.force = o.force;
@@ -213,9 +234,6 @@ RunResult record_channel(const Options& o, const SubscriberConfig& sc, const std
   meta.start_cycles = Clock::now();
   meta.zstd = rc.writer.zstd;
   record::ChannelRecorder rec(rc, meta);
-
-  Subscriber sub(sc);  // waits up to attach_timeout for a live publisher
-  RunResult r;
   auto handler = [&rec](const Tick& t) { (void)rec.on_tick(t); };
   const std::uint64_t start = Clock::now();
   const std::uint64_t end = o.duration.count() > 0
@@ -288,6 +306,13 @@ RunResult record_channel(const Options& o, const SubscriberConfig& sc, const std
 
 Info summary(const Options& o, const SubscriberConfig& sc, const RunResult& r) {
   Info out;
+  if (!r.attached) {
+    out.text = fmt("nothing recorded: %s channel '%s' not attached, %s not made\nended: %s\n",
+                   to_string(sc.transport), sc.channel.c_str(), o.file.c_str(), r.ended.c_str());
+    out.json = {{"file", o.file}, {"transport", to_string(sc.transport)}, {"channel", sc.channel},
+                {"attached", false}, {"recorded", 0}, {"ended", r.ended}, {"error", r.error}};
+    return out;
+  }
   const record::RecorderStats& s = r.stats;
   out.text += fmt("recorded %" PRIu64 " ticks of %s channel '%s' into %s: %" PRIu64 " blocks, %" PRIu64
                   " bytes%s in %.3f s\n",

@@ -49,7 +49,8 @@ struct Info {
 
 // Exports o.range of o.file to o.csv. Returns how many ticks; throws the reader's error after
 // writing the ticks before it (a corrupt block without skip_bad, an unclosed file's end).
-std::uint64_t export_csv(const Options& o);
+// `bad_blocks`: the corrupt blocks skipped (skip_bad), set on return and before a throw.
+std::uint64_t export_csv(const Options& o, std::uint64_t& bad_blocks);
 
 // Why a recording run ended.
 struct RunResult {
@@ -60,9 +61,11 @@ struct RunResult {
   std::string error;         // the writer's error ("" when none)
   SubscriberCounters counters{};
   double elapsed_s = 0;
+  bool attached = true;      // false: interrupted before the channel was there (no file made)
 };
 // Subscribes with `sc` and records into o.file until the channel ends, o.count, o.duration or
-// `stop`. `progress` (may be empty) is called about twice a second.
+// `stop` (which also ends the wait for the channel). o.file is made once attached: a failed
+// attach throws and leaves no file. `progress` (may be empty) is called about twice a second.
 RunResult record_channel(const Options& o, const SubscriberConfig& sc, const std::atomic<bool>* stop,
                          const std::function<void(const RunResult&)>& progress = {});
 [[nodiscard]] Info summary(const Options& o, const SubscriberConfig& sc, const RunResult& r);

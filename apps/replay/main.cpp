@@ -139,8 +139,7 @@ std::function<void(const replay::ProgressLine&)> progress_printer(const cli::Cli
 // The summary on stdout (and --json), after the run ended with `failure` ("" when none).
 int report(const cli::Cli& cli, const replay::Options& o, const replay::Report& rep,
            const std::string& failure) {
-  std::fputs(rep.text.c_str(), stdout);
-  std::fflush(stdout);
+  (void)cli::print(rep.text);  // a failure is said by cli.run()
   if (!o.json.empty()) {
     nlohmann::json j = rep.json;
     j["error"] = failure;

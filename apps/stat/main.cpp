@@ -18,6 +18,7 @@
 #include <ctime>
 
 #include "cli.hpp"
+#include "text.hpp"
 #include "tickrail/tools/report.hpp"
 #include "tickrail/tools/stats_reader.hpp"
 
@@ -42,8 +43,8 @@ int prometheus(const Options& o) {
   for (std::uint64_t n = 0; o.count == 0 || n < o.count; ++n) {
     const std::string text = stats::format_prometheus(stats::scan(o.scan));
     if (o.prometheus_file.empty()) {
-      std::fputs(text.c_str(), stdout);
-      std::fflush(stdout);
+      // A reader gone or a full disk: no use going on; cli.run() says so.
+      if (!cli::print(text)) break;
     } else {
       write_text_file_atomically(o.prometheus_file, text);
     }
@@ -68,10 +69,9 @@ int refresh(const Options& o) {
     std::strftime(stamp, sizeof stamp, "%H:%M:%S", std::localtime(&wall));
     // On a terminal, home the cursor and clear the screen: the table redraws in place. Into a
     // pipe, snapshots follow one another, a blank line apart.
-    std::printf("%stickrail-stat %s  %s  every %.2g s\n\n%s",
-                tty ? "\033[H\033[2J" : (n == 0 ? "" : "\n"), stamp, o.scan.dir.c_str(), o.interval,
-                stats::format_text(now, before, n == 0 ? 0.0 : dt).c_str());
-    std::fflush(stdout);
+    const std::string head = cli::fmt("%stickrail-stat %s  %s  every %.2g s\n\n",
+                                      tty ? "\033[H\033[2J" : (n == 0 ? "" : "\n"), stamp, o.scan.dir.c_str(), o.interval);
+    if (!cli::print(head + stats::format_text(now, before, n == 0 ? 0.0 : dt))) break;  // as prometheus()
     before = now;
     t_before = t_now;
     if (o.count != 0 && n + 1 == o.count) break;

@@ -19,6 +19,10 @@
 
 #include "tickrail/config.hpp"
 
+namespace tickrail {
+class ConfigFile;
+}  // namespace tickrail
+
 namespace tickrail::doctor {
 
 enum class Level : std::uint8_t { ok, info, warn, fail };
@@ -75,6 +79,12 @@ struct Options {
 // the `cpu` of the [replay] and [jitter] sections. Errors, an unknown key or table among them
 // (the [replay] and [jitter] keys are left to those programs), go to o.config_errors.
 void load_config(const std::string& path, Options& o);
+// The same over several files, read in order as the programs read -c files (a later file's keys
+// over an earlier's). `read_programs`, when given, reads each file's program sections ([replay],
+// [jitter], [record], [failover]) as those programs do, and then every key of the file must have
+// been read.
+void load_config(const std::vector<std::string>& paths, Options& o,
+                 const std::function<void(ConfigFile&)>& read_programs = {});
 
 // The checks, in the order run() runs them.
 [[nodiscard]] std::vector<Finding> check_rdma_devices(const Options& o);  // rdma.devices

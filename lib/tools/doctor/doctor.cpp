@@ -106,47 +106,67 @@ Report run(const Options& o, std::span<const std::string> only) {
   return r;
 }
 
-void load_config(const std::string& path, Options& o) {
-  o.config_path = path;
-  try {
-    ConfigFile file(path);
-    // A file for one side only ([publisher] or [subscriber]) is checked for that side.
-    const bool has_pub = file.section("publisher").present();
-    const bool has_sub = file.section("subscriber").present();
-    if (has_pub || !has_sub) {
-      try {
-        PublisherConfig pc;
-        read_publisher_config(file, pc);
-        o.publisher = pc;
-      } catch (const Error& e) {
-        o.config_errors.push_back(e.what());
-      }
+namespace {
+
+// One file of load_config(), read over `pc` and `sc` as the programs read their -c files.
+void load_one(const std::string& path, Options& o, PublisherConfig& pc, SubscriberConfig& sc,
+              const std::function<void(ConfigFile&)>& read_programs) {
+  const std::size_t errors_before = o.config_errors.size();
+  ConfigFile file(path);
+  // A file for one side only ([publisher] or [subscriber]) is checked for that side.
+  const bool has_pub = file.section("publisher").present();
+  const bool has_sub = file.section("subscriber").present();
+  if (has_pub || !has_sub) {
+    try {
+      read_publisher_config(file, pc);
+      o.publisher = pc;
+    } catch (const Error& e) {
+      o.config_errors.push_back(e.what());
     }
-    if (has_sub || !has_pub) {
-      try {
-        SubscriberConfig sc;
-        read_subscriber_config(file, sc);
-        o.subscriber = sc;
-      } catch (const Error& e) {
-        o.config_errors.push_back(e.what());
-      }
+  }
+  if (has_sub || !has_pub) {
+    try {
+      read_subscriber_config(file, sc);
+      o.subscriber = sc;
+    } catch (const Error& e) {
+      o.config_errors.push_back(e.what());
     }
-    // The programs' own sections name the cores their hot threads use.
-    for (const char* program : {"replay", "jitter"}) {
-      ConfigFile::Section s = file.section(program);
-      int cpu = -1;
-      s.get("cpu", cpu);
-      if (cpu >= 0 && std::find(o.cpus.begin(), o.cpus.end(), cpu) == o.cpus.end()) {
-        o.cpus.push_back(cpu);
-      }
-    }
-    std::sort(o.cpus.begin(), o.cpus.end());
-    // A misspelt key would otherwise be checked as its default: name it (file:line: key).
-    if (o.config_errors.empty()) file.check_all_read({"replay", "jitter", "record", "failover"});
-  } catch (const Error& e) {
-    o.config_errors.push_back(e.what());
+  }
+  // The programs' own sections name the cores their hot threads use.
+  for (const char* program : {"replay", "jitter"}) {
+    ConfigFile::Section s = file.section(program);
+    int cpu = -1;
+    s.get("cpu", cpu);
+    if (cpu >= 0 && std::find(o.cpus.begin(), o.cpus.end(), cpu) == o.cpus.end()) o.cpus.push_back(cpu);
+  }
+  if (o.config_errors.size() != errors_before) return;
+  // A misspelt key would otherwise be checked as its default: name it (file:line: key).
+  if (read_programs) {
+    read_programs(file);
+    file.check_all_read();
+  } else {
+    file.check_all_read({"replay", "jitter", "record", "failover"});
   }
 }
+
+}  // namespace
+
+void load_config(const std::vector<std::string>& paths, Options& o,
+                 const std::function<void(ConfigFile&)>& read_programs) {
+  PublisherConfig pc;
+  SubscriberConfig sc;
+  for (const std::string& path : paths) {
+    o.config_path += (o.config_path.empty() ? "" : ", ") + path;
+    try {
+      load_one(path, o, pc, sc, read_programs);
+    } catch (const Error& e) {
+      o.config_errors.push_back(e.what());
+    }
+  }
+  std::sort(o.cpus.begin(), o.cpus.end());
+}
+
+void load_config(const std::string& path, Options& o) { load_config(std::vector<std::string>{path}, o); }
 
 std::string format_text(const Report& r, bool color) {
   std::ostringstream out;

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string_view>
@@ -137,10 +138,21 @@ bool parse_side(std::string_view s, Side& side) {
   return true;
 }
 
+// The field as the message shows it: control bytes (a binary file read as CSV, an escape
+// sequence) and bytes above 0x7e as \xNN, so that the message cannot drive the terminal.
 std::string quoted(std::string_view s) {
   constexpr std::size_t kShown = 40;
   std::string q = "'";
-  q.append(s.substr(0, kShown));
+  for (const char c : s.substr(0, kShown)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && c != '\\') {
+      q += c;
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      q += hex;
+    }
+  }
   if (s.size() > kShown) q += "...";
   return q + "'";
 }

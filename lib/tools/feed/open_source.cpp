@@ -1,6 +1,7 @@
 #include "tickrail/tools/feed/open_source.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -52,6 +53,10 @@ InputFormat detect_format(const std::string& path) {
 }
 
 std::unique_ptr<TickSource> open_source(const std::string& path, const SourceOptions& opts) {
+  // A directory opens for reading: without this it would fail only at its first read, when
+  // the run has started (and waited for its subscribers).
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw_errno(EISDIR, "open input '" + path + "'");
   const InputFormat f = opts.format == InputFormat::automatic ? detect_format(path) : opts.format;
   switch (f) {
     case InputFormat::pcap: {

@@ -3,6 +3,8 @@
 // output paths, one exit-status table, --version, and the error on a host without RDMA.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+
 #include <nlohmann/json.hpp>
 
 #include "program.hpp"
@@ -288,4 +290,193 @@ TEST_CASE("doctor --config rejects an unknown key naming it and the file, exit 2
   INFO(g.output);
   CHECK(g.status != 2);
   for (const auto& p : {config, good}) std::filesystem::remove(p);
+}
+
+namespace {
+
+const std::string kRecord = "apps/record/tickrail-record";
+
+// True when `dir` holds no file.
+bool empty_dir(const std::string& dir) {
+  return std::filesystem::is_empty(dir);
+}
+
+}  // namespace
+
+TEST_CASE("jitter: SIGTERM while waiting for the channel exits 130 with its report", "[cli]") {
+  const std::string channel = "cli-attach-" + std::to_string(getpid());
+  const std::string j = scratch("attach.json"), log = scratch("attach.log");
+  // No publisher: jitter waits up to a minute for the channel.
+  const Started s = start({build_program(kJitter), "--channel", channel, "--quiet", "--attach-timeout-ms", "60000",
+                           "--json", j},
+                          log);
+  REQUIRE(wait_catching(s.pid, SIGTERM, std::chrono::seconds(20)));
+  kill(s.pid, SIGTERM);
+  const int status = wait_exit(s.pid, std::chrono::seconds(30));
+  const std::string out = slurp(log);
+  INFO(out);
+  CHECK(status == 130);
+  CHECK_THAT(out, Catch::Contains("interrupted while waiting for the channel") && Catch::Contains("ended: interrupted"));
+  CHECK(json::parse(slurp(j))["ended"] == "interrupted");
+  for (const auto& p : {j, log}) std::filesystem::remove(p);
+}
+
+TEST_CASE("record: SIGINT or SIGTERM ends the wait for the channel, exit 130, no file made", "[cli]") {
+  for (const int sig : {SIGINT, SIGTERM}) {
+    const std::string channel = "cli-rec-" + std::to_string(getpid()) + "-" + std::to_string(sig);
+    const std::string rec = scratch("wait.rec"), log = scratch("wait.log");
+    const Started s = start({build_program(kRecord), "--channel", channel, "-q", "--attach-timeout-ms", "86400000", rec},
+                            log);
+    REQUIRE(wait_catching(s.pid, sig, std::chrono::seconds(20)));
+    kill(s.pid, sig);
+    const int status = wait_exit(s.pid, std::chrono::seconds(30));
+    const std::string out = slurp(log);
+    INFO("signal " << sig << ": " << out);
+    CHECK(status == 130);
+    CHECK_THAT(out, Catch::Contains("ended: interrupted"));
+    CHECK_FALSE(std::filesystem::exists(rec));
+    for (const auto& p : {rec, log}) std::filesystem::remove(p);
+  }
+}
+
+TEST_CASE("record: a failed attach leaves no file, and the same command can be run again", "[cli]") {
+  const std::string rec = scratch("missing.rec");
+  const std::vector<std::string> args = {build_program(kRecord), "--channel", "cli-rec-none-" + std::to_string(getpid()),
+                                         "-q", "--attach-timeout-ms", "100", rec};
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const Finished f = run_program(args, scratch("log"));
+    INFO("attempt " << attempt << ": " << f.output);
+    CHECK(f.status == 1);
+    CHECK_THAT(f.output, Catch::Contains("no such channel") && !Catch::Contains("exists"));
+    CHECK_FALSE(std::filesystem::exists(rec));
+  }
+  // An existing recording without --force is still refused before any wait.
+  std::ofstream(rec) << "kept";
+  const Finished f = run_program(args, scratch("log"));
+  INFO(f.output);
+  CHECK(f.status == 2);
+  CHECK_THAT(f.output, Catch::Contains("exists (--force replaces it)"));
+  CHECK(slurp(rec) == "kept");
+  std::filesystem::remove(rec);
+}
+
+TEST_CASE("an input that cannot be opened is named with the system's reason", "[cli]") {
+  const std::string missing = scratch("nonexistent.itch");
+  const Finished f = run_program({build_program(kReplay), "--channel", "cli-open", "--wait-subscribers", "0", missing},
+                                 scratch("log"));
+  INFO(f.output);
+  CHECK(f.status == 1);
+  CHECK_THAT(f.output, Catch::Contains(missing) && Catch::Contains("No such file or directory"));
+  // A directory is found before the wait for subscribers (a day here), not at the first read.
+  const std::string dir = scratch("input-dir");
+  std::filesystem::create_directories(dir);
+  const Finished d = run_program({build_program(kReplay), "--channel", "cli-open", "--wait-subscribers", "1",
+                                  "--wait-timeout-ms", "86400000", dir},
+                                 scratch("log"), std::chrono::seconds(30));
+  INFO(d.output);
+  CHECK(d.status == 1);
+  CHECK_THAT(d.output, Catch::Contains(dir) && Catch::Contains("Is a directory"));
+  std::filesystem::remove(dir);
+}
+
+TEST_CASE("a report that cannot be written to stdout is said on stderr, exit 1", "[cli]") {
+  const std::string dir = scratch("statdir");
+  std::filesystem::create_directories(dir);
+  const std::string log = scratch("stdout.log");
+  SECTION("tickrail-stat --once > /dev/full") {
+    const int full = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
+    REQUIRE(full >= 0);
+    const Started s = start_with_stdout({build_program("apps/stat/tickrail-stat"), "--once", "--dir", dir}, full, log);
+    ::close(full);
+    const int status = wait_exit(s.pid, std::chrono::seconds(30));
+    INFO(slurp(log));
+    CHECK(status == 1);
+    CHECK_THAT(slurp(log), Catch::Contains("cannot write the report to standard output: No space left on device"));
+  }
+  SECTION("tickrail-replay into a pipe whose reader is gone (| head): no SIGPIPE, counters file removed") {
+    int p[2];
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    ::close(p[0]);  // the reader has gone: every write fails with EPIPE (SIGPIPE by default)
+    const Started s = start_with_stdout({build_program(kReplay), "--channel", "cli-pipe-" + std::to_string(getpid()),
+                                         "--quiet", "--wait-subscribers", "0", "--count", "100", "--max"},
+                                        p[1], log, {"TICKRAIL_STAT_DIR=" + dir});
+    ::close(p[1]);
+    const int status = wait_exit(s.pid, std::chrono::seconds(30));
+    INFO(slurp(log));
+    CHECK(status == 1);
+    CHECK_THAT(slurp(log), Catch::Contains("cannot write the report to standard output: Broken pipe"));
+    CHECK(empty_dir(dir));
+  }
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(log);
+}
+
+TEST_CASE("doctor -c checks the programs' sections, refuses a directory, takes several files", "[cli]") {
+  const std::string doctor = build_program("apps/doctor/tickrail-doctor");
+  const std::string good = write("doc-ok.toml", "transport = \"shm\"\n[replay]\nbook = true\n[jitter]\nmode = \"one-way\"\n"
+                                                "[record]\nblock_ticks = 1024\n");
+  struct Case {
+    std::string section, key;
+  };
+  for (const Case& c : std::vector<Case>{{"replay", "bok"}, {"jitter", "mdoe"}, {"record", "blok_ticks"}}) {
+    const std::string bad = write("doc-" + c.section + ".toml", "transport = \"shm\"\n[" + c.section + "]\n" + c.key + " = 1\n");
+    // Alone with -c, and as the second of two --config.
+    for (const auto& args : {std::vector<std::string>{doctor, "-c", bad, "--only", "memlock"},
+                             std::vector<std::string>{doctor, "--config", good, "--config", bad, "--only", "memlock"}}) {
+      const Finished f = run_program(args, scratch("log"));
+      INFO(f.output);
+      CHECK(f.status == 2);
+      CHECK_THAT(f.output, Catch::Contains(bad + ":3") && Catch::Contains(c.section + "." + c.key));
+    }
+    std::filesystem::remove(bad);
+  }
+  const Finished ok = run_program({doctor, "-c", good, "--config", good, "--only", "memlock"}, scratch("log"));
+  INFO(ok.output);
+  CHECK(ok.status != 2);
+  const std::string dir = scratch("doc-dir");
+  std::filesystem::create_directories(dir);
+  const Finished d = run_program({doctor, "--config", dir, "--only", "memlock"}, scratch("log"));
+  INFO(d.output);
+  CHECK(d.status == 2);
+  CHECK_THAT(d.output, Catch::Contains(dir));
+  std::filesystem::remove(dir);
+  std::filesystem::remove(good);
+}
+
+TEST_CASE("record --csv: /dev/stdout is an output, not an existing file; --json checked first", "[cli]") {
+  const std::string not_rec = write("not-a.rec", "this is not a recording\n");
+  // Not refused as existing (exit 2): the input is read, and is not a recording (exit 1).
+  const Finished f = run_program({build_program(kRecord), "--csv", "/dev/stdout", not_rec}, scratch("log"));
+  INFO(f.output);
+  CHECK(f.status == 1);
+  CHECK_THAT(f.output, !Catch::Contains("exists"));
+  // --json that cannot be written is refused before --info or --csv runs.
+  const std::string bad_json = scratch("no-such-dir") + "/out.json";
+  for (const std::vector<std::string>& command : {std::vector<std::string>{"--info"},
+                                                  std::vector<std::string>{"--csv", scratch("out.csv")}}) {
+    auto args = cat({build_program(kRecord), "--json", bad_json}, command);
+    args.push_back(not_rec);
+    const Finished j = run_program(args, scratch("log"));
+    INFO(j.output);
+    CHECK(j.status == 2);
+    CHECK_THAT(j.output, Catch::Contains("--json") && Catch::Contains(bad_json));
+    CHECK_FALSE(std::filesystem::exists(scratch("out.csv")));
+  }
+  std::filesystem::remove(not_rec);
+}
+
+TEST_CASE("TICKRAIL_STATS with a value it does not know is warned about, naming it", "[cli]") {
+  const std::string log = scratch("stats-env.log");
+  const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  REQUIRE(null >= 0);
+  const Started s = start_with_stdout({build_program(kReplay), "--channel", "cli-env-" + std::to_string(getpid()),
+                                       "--quiet", "--wait-subscribers", "0", "--count", "10", "--max"},
+                                      null, log, {"TICKRAIL_STATS=bogus"});
+  ::close(null);
+  const int status = wait_exit(s.pid, std::chrono::seconds(30));
+  const std::string out = slurp(log);
+  INFO(out);
+  CHECK(status == 0);
+  CHECK_THAT(out, Catch::Contains("warning: TICKRAIL_STATS='bogus'"));
+  std::filesystem::remove(log);
 }

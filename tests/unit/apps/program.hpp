@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -37,6 +38,26 @@ inline Started start(const std::vector<std::string>& args, const std::string& lo
     FILE* out = std::freopen(log.c_str(), "w", stdout);
     (void)out;
     dup2(fileno(stdout), STDERR_FILENO);
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return {pid, log};
+}
+
+// As start(), with stdout on `out_fd` (a pipe, /dev/full) and only stderr in `log`, and `env`
+// ("NAME=value") added to the environment.
+inline Started start_with_stdout(const std::vector<std::string>& args, int out_fd, const std::string& log,
+                                 const std::vector<std::string>& env = {}) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    FILE* err = std::freopen(log.c_str(), "w", stderr);
+    (void)err;
+    dup2(out_fd, STDOUT_FILENO);
+    std::signal(SIGPIPE, SIG_DFL);  // as a shell starts it, whatever this process does
+    for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
     std::vector<char*> argv;
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -77,7 +98,14 @@ inline bool wait_for_output(const std::string& log, const std::string& text, std
 // /proc/PID/status), false after `timeout`. A signal sent before that would kill it instead.
 inline bool wait_catching(pid_t pid, int sig, std::chrono::seconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   while (std::chrono::steady_clock::now() < deadline) {
+    // Not before the exec: until then the child has this test's handlers (Catch's).
+    if (std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec) == self) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
     std::ifstream status("/proc/" + std::to_string(pid) + "/status");
     for (std::string line; std::getline(status, line);) {
       if (line.rfind("SigCgt:", 0) == 0 && ((std::stoull(line.substr(7), nullptr, 16) >> (sig - 1)) & 1u) != 0) {

@@ -232,3 +232,13 @@ TEST_CASE("csvLineWithoutAnEndIsABadLineNotAMemoryHog") {
   junk.write(std::string(CsvTickReader::kMaxLineBytes + 10, '\0'));
   CHECK_THROWS_WITH(CsvTickReader(junk.path()), Catch::Contains("line 1: no end of line within 65536 bytes"));
 }
+
+TEST_CASE("csvErrorsEscapeControlBytesOfTheInput") {
+  // An escape sequence or a binary file read as CSV: its bytes must not reach the terminal raw.
+  REQUIRE_THROWS_WITH(CsvTickReader(std::string("kind,\x1b[2Jqty\x07\n"), "t.csv", {}),
+                      Catch::Contains("'\\x1b[2Jqty\\x07'") && !Catch::Contains("\x1b"));
+  const std::string text = std::string("kind,qty\nadd,1\x01\xff\n");
+  CsvTickReader r(text, "t.csv", {});
+  std::vector<Tick> buf(4);
+  REQUIRE_THROWS_WITH(r.read(buf), Catch::Contains("'1\\x01\\xff'") && !Catch::Contains("\x01"));
+}
