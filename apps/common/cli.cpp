@@ -43,16 +43,6 @@ extern "C" void on_stop_signal(int sig) {
   if (sig == SIGINT) std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends at once
 }
 
-// The error of the last short attach, saying how long the whole wait was.
-[[noreturn]] void throw_waited(const Error& e, std::chrono::milliseconds last, std::chrono::milliseconds all) {
-  std::string m = message_of(e);
-  const std::string said = "after waiting " + std::to_string(last.count()) + " ms";
-  if (const auto at = m.find(said); at != std::string::npos) {
-    m.replace(at, said.size(), "after waiting " + std::to_string(all.count()) + " ms");
-  }
-  throw Error(e.code(), m);
-}
-
 }  // namespace
 
 std::int64_t parse_integer(std::string_view text, std::string_view option, std::int64_t min,
@@ -183,33 +173,17 @@ std::string message_of(const Error& e) {
   return m;
 }
 
+std::function<void()> interrupt_hook(const std::atomic<bool>& stop, std::function<void()> then) {
+  return [&stop, then = std::move(then)] {
+    if (stop.load(std::memory_order_relaxed)) throw Interrupted();
+    if (then) then();
+  };
+}
+
 Subscriber attach_subscriber(const SubscriberConfig& sc, const std::atomic<bool>& stop,
                              const std::function<void()>& between) {
-  using steady = std::chrono::steady_clock;
-  constexpr std::chrono::milliseconds kSlice{100};  // how soon a stop ends the wait
-  const auto stopped = [&stop] { return stop.load(std::memory_order_relaxed); };
-  const std::function<void()> hook = [&] {  // RC's waits between attempts look at it
-    if (stopped()) throw Interrupted();
-    if (between) between();
-  };
-  const auto deadline = steady::now() + sc.attach_timeout;
-  SubscriberConfig attempt = sc;
-  for (;;) {
-    if (stopped()) throw Interrupted();
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
-    attempt.attach_timeout = std::clamp(left, std::chrono::milliseconds(0), kSlice);
-    const auto slice_end = steady::now() + attempt.attach_timeout;
-    try {
-      return Subscriber(attempt, hook);
-    } catch (const Error& e) {
-      if (stopped()) throw Interrupted();
-      // Thrown before its wait was over: a failure the library does not wait out (a refusal).
-      if (steady::now() < slice_end || steady::now() >= deadline) {
-        if (sc.attach_timeout <= kSlice) throw;
-        throw_waited(e, attempt.attach_timeout, sc.attach_timeout);
-      }
-    }
-  }
+  if (stop.load(std::memory_order_relaxed)) throw Interrupted();
+  return Subscriber(sc, interrupt_hook(stop, between));
 }
 
 std::string exit_status_help() {
@@ -296,21 +270,7 @@ void Cli::check_outputs(std::initializer_list<std::pair<std::string_view, const 
   }
 }
 
-// TICKRAIL_STATS takes the words docs/apps.md lists; the library reads any other as "on",
-// which a user who typed "of" or "disable" would not expect: say so.
-void Cli::warn_environment() const {
-  const char* v = std::getenv("TICKRAIL_STATS");
-  if (v == nullptr) return;
-  const std::string_view s(v);
-  for (const char* known : {"0", "off", "false", "no", "1", "on", "true", "yes", ""}) {
-    if (s == known) return;
-  }
-  note("warning: TICKRAIL_STATS='" + std::string(s) +
-       "' is neither 0, off, false or no (live counters off) nor 1, on, true or yes: the counters stay on");
-}
-
 int Cli::run(const std::function<int()>& body) const {
-  warn_environment();
   int status = kExitFailure;
   try {
     status = body();

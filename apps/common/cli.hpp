@@ -75,9 +75,11 @@ void sleep_unless_stopped(std::chrono::duration<double> d);
 struct Interrupted : std::runtime_error {
   Interrupted() : std::runtime_error("interrupted while waiting for the channel") {}
 };
+// A between_attempts hook for the library's attach waits: throws Interrupted once `stop` is set,
+// else calls `then` (when given).
+std::function<void()> interrupt_hook(const std::atomic<bool>& stop, std::function<void()> then = {});
 // Subscriber(sc, between) waiting up to sc.attach_timeout for its channel, and ending the wait
-// with Interrupted once `stop` is set. The library waits out an attach_timeout without looking
-// at anything (shm), so this waits in short attaches one after another.
+// with Interrupted once `stop` is set.
 Subscriber attach_subscriber(const SubscriberConfig& sc, const std::atomic<bool>& stop,
                              const std::function<void()>& between = {});
 
@@ -125,7 +127,6 @@ class Cli {
   // kExitUsage for Errc::config_error (bad option, config or output path), kExitFailure for
   // anything else.
   // Then a report that could not be written to stdout is said, and kExitOk becomes kExitFailure.
-  // Before it, a TICKRAIL_STATS that is not one of its words is warned about.
   [[nodiscard]] int run(const std::function<int()>& body) const;
 
   // "name: text" on stderr.
@@ -138,7 +139,6 @@ class Cli {
     std::function<void(const std::string&)> apply;
   };
   [[nodiscard]] int check_stdout(int status) const;
-  void warn_environment() const;
 
   std::string name_;
   CLI::App app_;

@@ -38,7 +38,7 @@ void measure_failover(const SubscriberConfig& sc, const Options& o, Recorder& re
   FailoverConfig fc = failover_config(o, sc);
   fc.measure_lead = true;
   for (int i = 0; i < 2; ++i) info.line_name[i] = describe_line(fc.line[i]);
-  FailoverSubscriber sub(fc);  // waits up to attach_timeout for either line
+  FailoverSubscriber sub(fc, cli::interrupt_hook(cli::stop_flag()));  // waits up to attach_timeout for either line
   info.failover = true;
   info.window = fc.window;
   note("subscribed to line A, " + info.line_name[0] + ", and line B, " + info.line_name[1] +

@@ -441,11 +441,6 @@ int run(const Options& o, const SubscriberConfig& sc) {
   } catch (const cli::Interrupted& e) {
     note(e.what());
     info.ended = "interrupted";
-  } catch (const Error&) {
-    if (!cli::stop_requested()) throw;
-    // Two lines attach without looking at the stop: their wait's failure is the interrupt.
-    note("interrupted while waiting for the channel");
-    info.ended = "interrupted";
   }
 
   (void)cli::print(format_report(rec, info));  // a failure is said by cli.run()

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <concepts>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "tickrail/config.hpp"
@@ -86,6 +87,9 @@ class TICKRAIL_API FailoverSubscriber {
   // cannot attach starts down and is attached again in the background; when neither can, throws
   // the first line's Error. Throws Error(config_error) for a bad config.
   explicit FailoverSubscriber(const FailoverConfig& config);
+  // The same, calling `between_attempts()` about every millisecond while a line waits for its
+  // channel (Subscriber's between_attempts); what it throws ends the attach.
+  FailoverSubscriber(const FailoverConfig& config, const std::function<void()>& between_attempts);
   ~FailoverSubscriber();
   FailoverSubscriber(const FailoverSubscriber&) = delete;
   FailoverSubscriber& operator=(const FailoverSubscriber&) = delete;

@@ -77,7 +77,8 @@ class TICKRAIL_API Subscriber {
   // attach_timeout has passed; then the last failure is thrown. Other failures, a publisher's
   // refusal (rejected) among them, are thrown at once.
   explicit Subscriber(const SubscriberConfig& config);
-  // The same, calling `between_attempts()` about every millisecond while it waits to try again:
+  // The same, calling `between_attempts()` about every millisecond while it waits (shm: for the
+  // channel to appear; any transport: to try again):
   // e.g. to serve a Publisher of one's own whose far end publishes the awaited channel only
   // once subscribed to it (ping-pong). What it throws ends the attach.
   Subscriber(const SubscriberConfig& config, const std::function<void()>& between_attempts);

@@ -406,7 +406,17 @@ bool enabled_by_environment() noexcept {
   const char* v = std::getenv("TICKRAIL_STATS");
   if (v == nullptr) return true;
   const std::string_view s(v);
-  return !(s == "0" || s == "off" || s == "false" || s == "no");
+  if (s == "0" || s == "off" || s == "false" || s == "no") return false;
+  // A typo meant to turn them off ("of", "disable") would leave them on without a word.
+  static std::atomic<bool> said{false};
+  if (!(s.empty() || s == "1" || s == "on" || s == "true" || s == "yes") && !said.exchange(true)) {
+    try {
+      logger()->warn("TICKRAIL_STATS='{}' is neither 0, off, false or no (live counters off) nor 1, on, "
+                     "true or yes: the counters stay on", s);
+    } catch (...) {  // a warning that cannot be written changes nothing
+    }
+  }
+  return true;
 }
 
 std::string stat_dir() {

@@ -286,7 +286,8 @@ inline void put(const Registration& r, std::uint32_t w, std::uint64_t v) noexcep
   r.block()->counters[w].store(v, std::memory_order_relaxed);
 }
 
-// Whether TICKRAIL_STATS allows counters (unset, or anything but "0", "off", "false", "no").
+// Whether TICKRAIL_STATS allows counters (unset, or anything but "0", "off", "false", "no"); a
+// value that is none of those nor "1", "on", "true", "yes" is warned about, once.
 [[nodiscard]] bool enabled_by_environment() noexcept;
 // $TICKRAIL_STAT_DIR, or /dev/shm.
 [[nodiscard]] std::string stat_dir();

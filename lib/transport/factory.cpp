@@ -29,10 +29,11 @@ std::unique_ptr<PublisherTransport> make_publisher_transport(const PublisherConf
 }
 
 std::unique_ptr<SubscriberTransport> make_subscriber_transport(const SubscriberConfig& config,
-                                                               const Placement& where) {
+                                                               const Placement& where,
+                                                               const std::function<void()>* between) {
   config.validate();
   (void)where;  // a shared-memory subscriber runs no thread
-  if (config.transport == TransportKind::shm) return std::make_unique<shm::ShmSubscriber>(config);
+  if (config.transport == TransportKind::shm) return std::make_unique<shm::ShmSubscriber>(config, between);
 #if TICKRAIL_HAVE_RDMA
   rdma::require_device(config.rdma.device, to_string(config.transport));
   if (config.transport == TransportKind::ud) return std::make_unique<rdma::ud::UdSubscriber>(config, where);

@@ -58,7 +58,7 @@ struct FailoverSubscriber::Impl {
     }
   }
 
-  void attach_all();
+  void attach_all(const std::function<void()>& between);
   void reattach_loop(const std::stop_token& stop);
   template <class Deliver>
   void adopt(int i, Deliver& deliver) noexcept;
@@ -136,11 +136,11 @@ void FailoverSubscriber::Impl::store_line(int i) noexcept {
                                              : stats::EndpointState::publisher_gone);
 }
 
-void FailoverSubscriber::Impl::attach_all() {
+void FailoverSubscriber::Impl::attach_all(const std::function<void()>& between) {
   std::exception_ptr first;
   for (int i = 0; i < 2; ++i) {
     try {
-      lines[i].sub = std::make_unique<Subscriber>(config.line[i]);
+      lines[i].sub = std::make_unique<Subscriber>(config.line[i], between);
       lines[i].up = true;
     } catch (const Error& e) {
       // A refusal or a bad config is the operator's to fix, not a line to wait for.
@@ -241,14 +241,16 @@ void FailoverSubscriber::Impl::watch_hole(Deliver& deliver) noexcept {
   }
 }
 
-FailoverSubscriber::FailoverSubscriber(const FailoverConfig& config) {
+FailoverSubscriber::FailoverSubscriber(const FailoverConfig& config) : FailoverSubscriber(config, {}) {}
+
+FailoverSubscriber::FailoverSubscriber(const FailoverConfig& config, const std::function<void()>& between_attempts) {
   config.validate();
   impl_ = std::make_unique<Impl>(config);
   impl_->hole_cycles = static_cast<std::uint64_t>(
       Clock::instance().ns_to_cycles(static_cast<double>(config.hole_timeout.count()) * 1e3));
   if (config.measure_lead) impl_->stamps.resize(config.window);
   impl_->register_stats();
-  impl_->attach_all();
+  impl_->attach_all(between_attempts);
   for (int i = 0; i < 2; ++i) impl_->store_line(i);
   const auto where = detail::Placement::for_endpoint(config.line[0].housekeeping_cpus,
                                                      "failover subscriber '" + config.line[0].channel + "'");

@@ -42,7 +42,7 @@ std::unique_ptr<detail::SubscriberTransport> attach(const SubscriberConfig& conf
   SubscriberConfig attempt = config;
   for (;;) {
     try {
-      return detail::make_subscriber_transport(attempt, where);
+      return detail::make_subscriber_transport(attempt, where, between);
     } catch (const Error& e) {
       if (!detail::attach_worth_retrying(e.code()) || Clock::now() >= deadline) throw;
       logger()->debug("subscriber: channel '{}': {}; trying again", config.channel, e.what());

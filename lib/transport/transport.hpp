@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -70,7 +71,10 @@ bool attach_worth_retrying(const std::error_code& e) noexcept;
 // `where`: the placement of the transport's background thread (Placement::for_endpoint).
 std::unique_ptr<PublisherTransport> make_publisher_transport(const PublisherConfig& config,
                                                              const Placement& where);
+// `between`: what Subscriber's between_attempts gives, for a transport that waits inside its
+// constructor (shm: for the channel to appear).
 std::unique_ptr<SubscriberTransport> make_subscriber_transport(const SubscriberConfig& config,
-                                                               const Placement& where);
+                                                               const Placement& where,
+                                                               const std::function<void()>* between = nullptr);
 
 }  // namespace tickrail::detail

@@ -403,7 +403,8 @@ void unlink_channel(const Listener& l) noexcept {
 }
 
 Fd connect_channel(const std::string& dir, const std::string& channel,
-                   std::chrono::milliseconds timeout, const Allow& publishers, PeerCred& publisher) {
+                   std::chrono::milliseconds timeout, const Allow& publishers, PeerCred& publisher,
+                   const std::function<void()>* between) {
   validate_channel_name(channel);
   const std::string path = channel_path(dir, channel);
   const std::string what = "attach channel '" + channel + "' (" + path + ")";
@@ -455,7 +456,10 @@ Fd connect_channel(const std::string& dir, const std::string& channel,
                                             : std::string{}) +
                                        "; is the publisher running?");
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 10 && std::chrono::steady_clock::now() < deadline; ++i) {
+      if (between != nullptr) (*between)();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
 }
 

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -187,10 +188,11 @@ long receive_message(int sock, void* msg, std::size_t n, std::vector<Fd>& fds, s
 [[nodiscard]] Mapping map_received(int fd, std::size_t bytes, bool writable, const std::string& what);
 
 // Subscriber side: connects to the channel, waiting up to `timeout` for it to appear, and checks
-// the socket's owner and the listening process's credentials against `publishers`.
+// the socket's owner and the listening process's credentials against `publishers`. While it
+// waits it calls `between` (when given) about every millisecond; what that throws ends the wait.
 [[nodiscard]] Fd connect_channel(const std::string& dir, const std::string& channel,
                                  std::chrono::milliseconds timeout, const Allow& publishers,
-                                 PeerCred& publisher);
+                                 PeerCred& publisher, const std::function<void()>* between = nullptr);
 
 [[nodiscard]] std::uint64_t monotonic_ns() noexcept;
 

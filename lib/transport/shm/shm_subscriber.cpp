@@ -18,7 +18,7 @@ namespace {
 constexpr std::uint32_t st(ControlState s) { return static_cast<std::uint32_t>(s); }
 }  // namespace
 
-ShmSubscriber::ShmSubscriber(const SubscriberConfig& config)
+ShmSubscriber::ShmSubscriber(const SubscriberConfig& config, const std::function<void()>* between)
     : config_(config),
       publisher_timeout_ns_(static_cast<std::uint64_t>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(config.publisher_timeout).count())) {
@@ -28,7 +28,7 @@ ShmSubscriber::ShmSubscriber(const SubscriberConfig& config)
                                           static_cast<std::uint32_t>(::geteuid()),
                                           "subscriber.publisher_users", "");
   sock_ = connect_channel(config_.shm_dir, config_.channel, config_.attach_timeout, publishers,
-                          publisher_);
+                          publisher_, between);
   handshake(what);
   if (config_.lock_memory && ::mlock(ring_.get(), ring_.size()) != 0) {
     const int e = errno;

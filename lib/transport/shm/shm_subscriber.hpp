@@ -1,6 +1,7 @@
 // Shared-memory subscriber: claims an entry of the channel, then reads its ring inline.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "core/silence.hpp"
@@ -12,7 +13,8 @@ namespace tickrail::shm {
 
 class ShmSubscriber final : public detail::SubscriberTransport {
  public:
-  explicit ShmSubscriber(const SubscriberConfig& config);
+  // `between`: called while it waits for the channel to appear (Subscriber's between_attempts).
+  explicit ShmSubscriber(const SubscriberConfig& config, const std::function<void()>* between = nullptr);
   ~ShmSubscriber() override;
 
   // Polled inline once started, but for conflate subscribers (which look for laps here) and
