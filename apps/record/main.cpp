@@ -58,10 +58,12 @@ void declare(cli::Cli& cli, recorder_app::Options& o, SubscriberConfig& sc) {
                    {"--count", "N"}});
 }
 
-// An output that exists needs --force (the recording itself: RecordingWriter says so). A
-// device or a link to one (/dev/stdout, whatever stdout is) is written to, not replaced.
+// An output that exists needs --force (the recording itself: RecordingWriter says so). What is
+// not itself a regular file (a device, a FIFO, a link such as /dev/stdout to whatever stdout is)
+// is written to, not replaced.
 void check_new(const std::string& path, const char* option, bool force) {
-  if (path.starts_with("/dev/")) return;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return;
   if (!force && access(path.c_str(), F_OK) == 0) {
     throw Error(Errc::config_error, std::string(option) + ": '" + path + "' exists (--force replaces it)");
   }

@@ -88,7 +88,7 @@ class TICKRAIL_API FailoverSubscriber {
   // the first line's Error. Throws Error(config_error) for a bad config.
   explicit FailoverSubscriber(const FailoverConfig& config);
   // The same, calling `between_attempts()` about every millisecond while a line waits for its
-  // channel (Subscriber's between_attempts); what it throws ends the attach.
+  // channel (Subscriber's between_attempts, and as there, what it throws ends the attach).
   FailoverSubscriber(const FailoverConfig& config, const std::function<void()>& between_attempts);
   ~FailoverSubscriber();
   FailoverSubscriber(const FailoverSubscriber&) = delete;

@@ -176,6 +176,19 @@ class TICKRAIL_API RingReader {
     next_ = seq;
   }
 
+  // Found lapped and given up on (a conflation abandoned): goes on as a reader that does not
+  // stop at laps would, from the oldest tick that can still be intact, counting the rest as lost.
+  // At most a ring's length of looks, whatever the slots say.
+  void pass_lap() noexcept {
+    if (!lapped_) return;
+    lapped_ = false;
+    for (std::uint64_t i = 0; i < capacity_; ++i) {
+      const std::uint64_t seq = ring_detail::load_acquire(slots_[next_ & mask_].words[kSeqWord]);
+      if (seq <= next_) return;
+      skip_lapped(seq);
+    }
+  }
+
   [[nodiscard]] std::uint64_t next_seq() const noexcept { return next_; }
   [[nodiscard]] std::uint64_t received() const noexcept { return received_; }
   [[nodiscard]] std::uint64_t lost() const noexcept { return lost_; }

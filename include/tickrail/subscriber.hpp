@@ -80,7 +80,8 @@ class TICKRAIL_API Subscriber {
   // The same, calling `between_attempts()` about every millisecond while it waits (shm: for the
   // channel to appear; any transport: to try again):
   // e.g. to serve a Publisher of one's own whose far end publishes the awaited channel only
-  // once subscribed to it (ping-pong). What it throws ends the attach.
+  // once subscribed to it (ping-pong). What it throws ends the attach (throw something other than
+  // a tickrail::Error: one of those is taken for the attempt's failure, and may be retried).
   Subscriber(const SubscriberConfig& config, const std::function<void()>& between_attempts);
   ~Subscriber();
   Subscriber(Subscriber&&) noexcept;

@@ -25,6 +25,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "tickrail/tick.hpp"
@@ -51,8 +52,8 @@ class LineArbiter {
     started_ = true;
   }
 
-  // Returns whether `t` is the first copy of its sequence (delivered or held, or a leap waiting
-  // for its line's next tick), false when it is discarded.
+  // Returns whether `t` is the first copy of its sequence (delivered or held), false when it is
+  // discarded or, a leap, waits for its line's next tick.
   template <class Deliver>
   bool offer(int line, const Tick& t, Deliver&& deliver) noexcept {
     LineCounts& l = lines_[line & 1];
@@ -74,9 +75,11 @@ class LineArbiter {
     }
     if (s >= next_ && s - next_ >= capacity() && leaps(line, s)) {
       leap = t;
-      return true;
+      return false;
     }
-    return take(l, line, t, deliver);
+    const bool first = take(l, line, t, deliver);
+    if ((leaps_[0].seq | leaps_[1].seq) != 0) [[unlikely]] take_reached_leaps(deliver);
+    return first;
   }
 
   // Gives up the hole at next(), if ticks wait beyond it: they are delivered up to the next hole.
@@ -91,10 +94,15 @@ class LineArbiter {
   // is back (a new subscriber, from wherever its publisher is).
   template <class Deliver>
   void line_down(int line, Deliver&& deliver) noexcept {
-    lines_[line & 1].down = true;
-    if (leaps_[line & 1].seq != 0) {  // nothing will follow it
-      leaps_[line & 1].seq = 0;
-      ++lines_[line & 1].refuted;
+    const int i = line & 1;
+    lines_[i].down = true;
+    if (leaps_[i].seq != 0) {  // nothing will follow it
+      leaps_[i].seq = 0;
+      ++lines_[i].refuted;
+    }
+    if (leaps_[i ^ 1].seq != 0) {  // nothing can contradict it any more
+      const Tick p = std::exchange(leaps_[i ^ 1], Tick{});
+      (void)take(lines_[i ^ 1], i ^ 1, p, deliver);
     }
     settle(deliver);
   }
@@ -127,6 +135,19 @@ class LineArbiter {
     const LineCounts& l = lines_[line & 1];
     const bool walked = l.last != 0 && s > l.last && s - l.last < capacity();
     return !walked && !lines_[(line & 1) ^ 1].down;
+  }
+
+  // A leap the stream has come within a window of (or passed) is a leap no more: taken as it would
+  // be now, delivered, held or a duplicate.
+  template <class Deliver>
+  void take_reached_leaps(Deliver& deliver) noexcept {
+    for (int i = 0; i < kLines; ++i) {
+      const std::uint64_t s = leaps_[i].seq;
+      if (s != 0 && (s < next_ || s - next_ < capacity())) {
+        const Tick p = std::exchange(leaps_[i], Tick{});
+        (void)take(lines_[i], i, p, deliver);
+      }
+    }
   }
 
   // Delivers or holds `t`, the first copy of its sequence, or discards a later one.

@@ -46,15 +46,15 @@ std::size_t TableDelivery::step(TickFeed& ring, TickSink sink, std::size_t limit
   switch (phase_) {
     case Phase::locate:
     case Phase::copy:
-    case Phase::bound: (void)stalled(fetch(ring)); return 0;
-    case Phase::roll: (void)stalled(roll(ring)); return 0;
+    case Phase::bound: (void)stalled(ring, fetch(ring)); return 0;
+    case Phase::roll: (void)stalled(ring, roll(ring)); return 0;
     case Phase::deliver: return deliver(sink, limit);
     case Phase::idle: return 0;
   }
   return 0;
 }
 
-bool TableDelivery::stalled(bool progress) noexcept {
+bool TableDelivery::stalled(TickFeed& ring, bool progress) noexcept {
   if (progress || phase_ == Phase::idle) {
     stalled_since_ = 0;
     return false;
@@ -62,8 +62,7 @@ bool TableDelivery::stalled(bool progress) noexcept {
   const std::uint64_t now = Clock::now();
   if (stalled_since_ == 0) stalled_since_ = now;
   if (now - stalled_since_ < stall_cycles_) return false;
-  ++abandoned_;  // the ring goes on live from where it is, with nothing from the table
-  phase_ = Phase::idle;
+  give_up(ring);
   return true;
 }
 
@@ -161,8 +160,7 @@ bool TableDelivery::start_over(TickFeed& ring) noexcept {
   const std::uint64_t now = Clock::now();
   if (first_lap_ == 0) first_lap_ = now;
   if (now - first_lap_ >= stall_cycles_) {
-    ++abandoned_;
-    phase_ = Phase::idle;
+    give_up(ring);
     return false;
   }
   restart(ring);
@@ -181,6 +179,13 @@ std::size_t TableDelivery::deliver(TickSink sink, std::size_t limit) noexcept {
   entries_delivered_ += n;
   if (cursor_ == last_) finish();
   return n;
+}
+
+// The ring goes on live from where it is, with nothing from the table.
+void TableDelivery::give_up(TickFeed& ring) noexcept {
+  ++abandoned_;
+  phase_ = Phase::idle;
+  ring.pass_lap();
 }
 
 void TableDelivery::finish() noexcept {

@@ -80,6 +80,9 @@ class TickFeed {
   [[nodiscard]] virtual bool lapped() const noexcept = 0;
   // Moves ahead to `seq`, counting what it skips as lost.
   virtual void skip_to(std::uint64_t seq) noexcept = 0;
+  // A delivery given up while lapped: go on live, as a feed that does not stop at laps would
+  // (else the next poll finds the same lap and starts a delivery again, live ticks never come).
+  virtual void pass_lap() noexcept = 0;
   [[nodiscard]] virtual std::uint64_t lost() const noexcept = 0;
   // Ticks polled by the roll forward did not reach the app: not received; with `lost`, lost.
   virtual void discount(std::uint64_t n, bool lost) noexcept = 0;
@@ -95,6 +98,7 @@ class RingFeed final : public TickFeed {
   std::size_t poll(TickSink sink, std::size_t limit) noexcept override { return r_->poll(sink, limit); }
   bool lapped() const noexcept override { return r_->lapped(); }
   void skip_to(std::uint64_t seq) noexcept override { r_->skip_to(seq); }
+  void pass_lap() noexcept override { r_->pass_lap(); }
   std::uint64_t lost() const noexcept override { return r_->lost(); }
   void discount(std::uint64_t n, bool lost) noexcept override { r_->discount(n, lost); }
   std::uint64_t slack() const noexcept override { return r_->capacity(); }
@@ -138,7 +142,8 @@ class TableDelivery {
   std::size_t deliver(TickSink sink, std::size_t limit) noexcept;
   void finish() noexcept;
   // No progress since stalled_since_ for longer than the budget: give up, counted.
-  bool stalled(bool progress) noexcept;
+  bool stalled(TickFeed& ring, bool progress) noexcept;
+  void give_up(TickFeed& ring) noexcept;
 
   TableGeometry g_;
   std::vector<Tick> copy_;  // seq 0: nothing to deliver

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "tickrail/clock.hpp"
@@ -29,7 +30,7 @@ ShmSubscriber::ShmSubscriber(const SubscriberConfig& config, const std::function
                                           "subscriber.publisher_users", "");
   sock_ = connect_channel(config_.shm_dir, config_.channel, config_.attach_timeout, publishers,
                           publisher_, between);
-  handshake(what);
+  handshake(what, between);
   if (config_.lock_memory && ::mlock(ring_.get(), ring_.size()) != 0) {
     const int e = errno;
     close();
@@ -43,7 +44,7 @@ ShmSubscriber::ShmSubscriber(const SubscriberConfig& config, const std::function
                   config_.channel, index_, to_string(config_.policy), publisher_.pid, publisher_.uid);
 }
 
-void ShmSubscriber::handshake(const std::string& what) {
+void ShmSubscriber::handshake(const std::string& what, const std::function<void()>* between) {
   Request r{};
   r.magic = kMagic;
   r.version = kVersion;
@@ -58,9 +59,15 @@ void ShmSubscriber::handshake(const std::string& what) {
   }
   pollfd p{sock_.get(), POLLIN, 0};
   const int wait_ms = static_cast<int>(std::max<std::int64_t>(config_.attach_timeout.count(), 5000));
-  if (::poll(&p, 1, wait_ms) <= 0) {
-    throw Error(Errc::timed_out, what + ": the publisher (pid " + std::to_string(publisher_.pid) +
-                                     ") did not answer within " + std::to_string(wait_ms) + " ms");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  // In 1 ms looks when `between` must be heard (an interrupt); a signal (EINTR) is no answer.
+  for (int got = 0; (got = ::poll(&p, 1, between != nullptr ? 1 : wait_ms)) <= 0;) {
+    if (got < 0 && errno != EINTR) throw_errno(errno, what + ": wait for the publisher's answer");
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw Error(Errc::timed_out, what + ": the publisher (pid " + std::to_string(publisher_.pid) +
+                                       ") did not answer within " + std::to_string(wait_ms) + " ms");
+    }
+    if (between != nullptr) (*between)();
   }
   Reply rep{};
   std::vector<Fd> fds;

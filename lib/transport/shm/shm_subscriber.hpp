@@ -55,7 +55,7 @@ class ShmSubscriber final : public detail::SubscriberTransport {
   void close() noexcept override;
 
  private:
-  void handshake(const std::string& what);
+  void handshake(const std::string& what, const std::function<void()>* between);
 
   SubscriberConfig config_;
   PeerCred publisher_;  // the kernel's word, checked against publisher_users

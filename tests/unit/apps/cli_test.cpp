@@ -453,6 +453,15 @@ TEST_CASE("record --csv: /dev/stdout is an output, not an existing file; --json 
   INFO(f.output);
   CHECK(f.status == 1);
   CHECK_THAT(f.output, !Catch::Contains("exists"));
+  // A regular file under /dev is a file like any other: kept, without --force.
+  const std::string shm_csv = "/dev/shm/tickrail-test-" + std::to_string(getpid()) + ".csv";
+  { std::ofstream(shm_csv) << "kept"; }
+  const Finished k = run_program({build_program(kRecord), "--csv", shm_csv, not_rec}, scratch("log"));
+  INFO(k.output);
+  CHECK(k.status == 2);
+  CHECK_THAT(k.output, Catch::Contains("exists (--force replaces it)"));
+  CHECK(slurp(shm_csv) == "kept");
+  std::filesystem::remove(shm_csv);
   // --json that cannot be written is refused before --info or --csv runs.
   const std::string bad_json = scratch("no-such-dir") + "/out.json";
   for (const std::vector<std::string>& command : {std::vector<std::string>{"--info"},

@@ -228,8 +228,8 @@ TEST_CASE("a line's leap beyond the window that its next tick does not follow mo
   o(1, bogus);
   CHECK(r.arb.next() == 11);
   for (std::uint64_t s = 11; s <= 1000; ++s) {
+    o(1, s);  // line 1's next tick first: it does not follow the leap
     o(0, s);
-    o(1, s);
   }
   REQUIRE(r.out.size() == 1000);
   for (std::size_t i = 0; i < r.out.size(); ++i) REQUIRE(r.out[i].seq == i + 1);
@@ -243,6 +243,33 @@ TEST_CASE("a line's leap beyond the window that its next tick does not follow mo
   r.down(0);
   CHECK(r.arb.line(0).refuted == 1);
   CHECK(r.arb.next() == 1001);
+}
+
+TEST_CASE("a leap is taken once nothing can contradict it, or once the stream comes within a window of it") {
+  Run r(16);
+  auto o = [&](int line, std::uint64_t s) { r.offer({line, s}); };
+  o(0, 1);
+  o(1, 1);
+  o(1, 40);  // parked: line 0 is up
+  CHECK(r.out.size() == 1);
+  r.down(0);  // line 0 will bring nothing more: 40 is taken, the holes below it are gaps
+  REQUIRE(r.out.size() == 2);
+  CHECK(r.out[1].seq == 40);
+  CHECK(r.arb.line(1).refuted == 0);
+
+  Run w(16);
+  auto p = [&](int line, std::uint64_t s) { w.offer({line, s}); };
+  p(0, 1);
+  p(1, 1);
+  p(1, 30);  // parked
+  for (std::uint64_t s = 2; s <= 14; ++s) p(0, s);  // next() reaches 15: 30 is within the window
+  CHECK(w.arb.line(1).refuted == 0);
+  CHECK(w.arb.holding());  // 30 held, waiting for 15..29
+  for (std::uint64_t s = 15; s <= 31; ++s) p(0, s);
+  REQUIRE(w.out.size() == 31);
+  CHECK(w.out[29].seq == 30);
+  CHECK(w.out[29].qty == 1);  // line 1's copy came first
+  CHECK(w.arb.line(0).duplicates == 1);
 }
 
 TEST_CASE("a leap its line follows is taken as the lines being a window apart; with the other line down at once") {

@@ -566,6 +566,7 @@ class LappingFeed final : public detail::TickFeed {
     lapped_ = false;
     if (seq > next_) lost_ += seq - std::exchange(next_, seq);
   }
+  void pass_lap() noexcept override { lapped_ = false; }
   std::uint64_t lost() const noexcept override { return lost_; }
   void discount(std::uint64_t, bool) noexcept override {}
   std::uint64_t slack() const noexcept override { return 8; }
@@ -604,6 +605,37 @@ TEST_CASE("a delivery lapped each time it rolls forward is given up after its st
     CHECK(d.abandoned() == 1);
     CHECK(delivered == 0);
   }
+}
+
+// Given up while lapped, a conflating reader must move past the lap: else the next poll finds it
+// again, starts another conflation, and no live tick ever comes.
+TEST_CASE("a conflation given up while lapped goes on live from the oldest intact tick", "[state]") {
+  const detail::TableGeometry g{4, 7};
+  std::vector<Slot> table(g.entries());
+  std::atomic<std::uint64_t> table_next{10};
+  Tick q{};
+  q.kind = TickKind::Quote;
+  q.instrument = 1;
+  write_slot(table[1 * kStateClasses], q, 14, 0, false);  // E = 14: the roll must read the ring
+  std::vector<Slot> ring(8);
+  for (std::uint64_t s = 16; s < 24; ++s) write_slot(ring[s & 7], q, s, 0, false);  // 10..15 lapped
+  std::atomic<std::uint64_t> credit{0};
+  RingReader reader(ring.data(), ring.size(), 10, &credit);
+  reader.stop_at_laps(true);
+  detail::MappedTableSource source(table.data(), &table_next);
+  detail::TableDelivery d(g, source, Clock::instance().ns_to_cycles(1e6));  // 1 ms
+  detail::RingFeed feed(reader);
+  d.begin(detail::TableDelivery::Why::conflation, feed);
+  auto none = [](const Tick&) {};
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (d.busy() && std::chrono::steady_clock::now() < deadline) (void)d.step(feed, detail::TickSink(none), 256);
+  REQUIRE_FALSE(d.busy());
+  CHECK(d.abandoned() == 1);
+  CHECK_FALSE(reader.lapped());
+  std::vector<std::uint64_t> live;
+  CHECK(reader.poll([&](const Tick& t) { live.push_back(t.seq); }, 16) == 8);
+  CHECK(live == std::vector<std::uint64_t>{16, 17, 18, 19, 20, 21, 22, 23});
+  CHECK(reader.lost() == 6);
 }
 
 // The check an RDMA reader makes (rc: TableReader): two copies of an entry, the second made after

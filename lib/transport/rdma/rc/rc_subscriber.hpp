@@ -166,6 +166,7 @@ class RcSubscriber final : public detail::SubscriberTransport {
       return s_->poll_cq(sink, limit);
     }
     bool lapped() const noexcept override { return false; }
+    void pass_lap() noexcept override {}
     void skip_to(std::uint64_t seq) noexcept override {
       if (seq <= s_->next_) return;
       s_->lost_ += seq - s_->next_;

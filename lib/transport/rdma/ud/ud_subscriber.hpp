@@ -162,6 +162,9 @@ class UdSubscriber final : public detail::SubscriberTransport {
     }
     bool lapped() const noexcept override { return tracker().lapped(); }
     void skip_to(std::uint64_t seq) noexcept override { tracker().skip_to(seq); }
+    void pass_lap() noexcept override {
+      if (tracker().lapped()) tracker().pass_loss();
+    }
     std::uint64_t lost() const noexcept override { return tracker().counters().lost; }
     void discount(std::uint64_t n, bool lost) noexcept override { tracker().discount(n, lost); }
     std::uint64_t slack() const noexcept override { return s_->groups_.front()->history; }

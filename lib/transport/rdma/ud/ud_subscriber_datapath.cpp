@@ -232,10 +232,7 @@ std::size_t UdSubscriber::poll_with_table(detail::TickSink sink, std::size_t lim
   Group& g = *groups_.front();
   if (delivery_->busy()) {
     keep_up_during_delivery(g);
-    const std::size_t n = delivery_->step(feed_, sink, limit);
-    // Given up (table_abandoned) while stopped at a loss: pass it, or the stream stays stopped.
-    if (!delivery_->busy() && g.tracker.lapped()) [[unlikely]] g.tracker.pass_loss();
-    return n;
+    return delivery_->step(feed_, sink, limit);  // given up at a loss: the feed passes it
   }
   const std::size_t n = poll_stream(sink, limit);
   if (g.tracker.lapped()) [[unlikely]] {
