@@ -14,7 +14,8 @@
 // The sequence numbers are the lines' own: nothing here trusts them to be sane (a line that jumps
 // far ahead costs a window scan, not a loop over the jump). A tick that leaps beyond the window
 // from where its own line was, while the other line is up, moves nothing until that line's next
-// tick follows it (comes after it, within a window): one corrupt or forged sequence number would
+// tick follows it (comes after it, within a window), the other line goes down, or the stream
+// comes within a window of it: one corrupt or forged sequence number would
 // otherwise give up every hole up to it and discard the other line's every tick below it, for
 // ever. A leap its line does not follow is discarded and counted (refuted). A line that keeps a
 // consistent run far ahead is followed, as any line ahead is: the arbiter cannot tell it from
