@@ -32,17 +32,22 @@ struct Started {
   std::string log;
 };
 
+// In a forked child: becomes `args`, or exits 127.
+[[noreturn]] inline void exec_child(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execv(argv[0], argv.data());
+  _exit(127);
+}
+
 inline Started start(const std::vector<std::string>& args, const std::string& log) {
   const pid_t pid = fork();
   if (pid == 0) {
     FILE* out = std::freopen(log.c_str(), "w", stdout);
     (void)out;
     dup2(fileno(stdout), STDERR_FILENO);
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
+    exec_child(args);
   }
   return {pid, log};
 }
@@ -58,11 +63,7 @@ inline Started start_with_stdout(const std::vector<std::string>& args, int out_f
     dup2(out_fd, STDOUT_FILENO);
     std::signal(SIGPIPE, SIG_DFL);  // as a shell starts it, whatever this process does
     for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
+    exec_child(args);
   }
   return {pid, log};
 }

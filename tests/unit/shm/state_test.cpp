@@ -577,19 +577,29 @@ class LappingFeed final : public detail::TickFeed {
   bool lapped_ = false;
 };
 
+// A table of one entry, (1, quote) at sequence 14, with table_next 10: the batch in flight, so a
+// delivery must roll its copy forward through the ring to 14.
+struct TableAhead {
+  detail::TableGeometry g{4, 7};
+  std::vector<Slot> table = std::vector<Slot>(g.entries());
+  std::atomic<std::uint64_t> table_next{10};
+  Tick q = quote_of(1);
+  detail::MappedTableSource source{table.data(), &table_next};
+  TableAhead() { write_slot(table[1 * kStateClasses], q, 14, 0, false); }
+  static Tick quote_of(std::uint32_t instrument) {
+    Tick t{};
+    t.kind = TickKind::Quote;
+    t.instrument = instrument;
+    return t;
+  }
+};
+
 // Each start over used to count as progress: lapped for ever, the delivery never ended and never
 // reached its stall budget (publisher_timeout).
 TEST_CASE("a delivery lapped each time it rolls forward is given up after its stall budget", "[state]") {
-  const detail::TableGeometry g{4, 7};
-  std::vector<Slot> table(g.entries());
-  std::atomic<std::uint64_t> table_next{10};
-  Tick q{};
-  q.kind = TickKind::Quote;
-  q.instrument = 1;
-  write_slot(table[1 * kStateClasses], q, 14, 0, false);  // the batch in flight: E = 14
-  detail::MappedTableSource source(table.data(), &table_next);
+  TableAhead t;
   for (const auto why : {detail::TableDelivery::Why::conflation, detail::TableDelivery::Why::snapshot}) {
-    detail::TableDelivery d(g, source, Clock::instance().ns_to_cycles(1e6));  // 1 ms
+    detail::TableDelivery d(t.g, t.source, Clock::instance().ns_to_cycles(1e6));  // 1 ms
     LappingFeed feed;
     d.begin(why, feed);
     std::size_t delivered = 0;
@@ -610,20 +620,13 @@ TEST_CASE("a delivery lapped each time it rolls forward is given up after its st
 // Given up while lapped, a conflating reader must move past the lap: else the next poll finds it
 // again, starts another conflation, and no live tick ever comes.
 TEST_CASE("a conflation given up while lapped goes on live from the oldest intact tick", "[state]") {
-  const detail::TableGeometry g{4, 7};
-  std::vector<Slot> table(g.entries());
-  std::atomic<std::uint64_t> table_next{10};
-  Tick q{};
-  q.kind = TickKind::Quote;
-  q.instrument = 1;
-  write_slot(table[1 * kStateClasses], q, 14, 0, false);  // E = 14: the roll must read the ring
+  TableAhead t;
   std::vector<Slot> ring(8);
-  for (std::uint64_t s = 16; s < 24; ++s) write_slot(ring[s & 7], q, s, 0, false);  // 10..15 lapped
+  for (std::uint64_t s = 16; s < 24; ++s) write_slot(ring[s & 7], t.q, s, 0, false);  // 10..15 lapped
   std::atomic<std::uint64_t> credit{0};
   RingReader reader(ring.data(), ring.size(), 10, &credit);
   reader.stop_at_laps(true);
-  detail::MappedTableSource source(table.data(), &table_next);
-  detail::TableDelivery d(g, source, Clock::instance().ns_to_cycles(1e6));  // 1 ms
+  detail::TableDelivery d(t.g, t.source, Clock::instance().ns_to_cycles(1e6));  // 1 ms
   detail::RingFeed feed(reader);
   d.begin(detail::TableDelivery::Why::conflation, feed);
   auto none = [](const Tick&) {};
@@ -633,7 +636,7 @@ TEST_CASE("a conflation given up while lapped goes on live from the oldest intac
   CHECK(d.abandoned() == 1);
   CHECK_FALSE(reader.lapped());
   std::vector<std::uint64_t> live;
-  CHECK(reader.poll([&](const Tick& t) { live.push_back(t.seq); }, 16) == 8);
+  CHECK(reader.poll([&](const Tick& x) { live.push_back(x.seq); }, 16) == 8);
   CHECK(live == std::vector<std::uint64_t>{16, 17, 18, 19, 20, 21, 22, 23});
   CHECK(reader.lost() == 6);
 }
