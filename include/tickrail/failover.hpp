@@ -19,9 +19,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <type_traits>
 
 #include "tickrail/config.hpp"
 #include "tickrail/export.hpp"
+#include "tickrail/line_arbiter.hpp"
 #include "tickrail/subscriber.hpp"
 #include "tickrail/tick.hpp"
 
@@ -39,6 +41,20 @@ class TICKRAIL_API LeadSink {
  private:
   void* obj_;
   void (*call_)(void*, int, std::uint64_t);
+};
+
+// What FailoverSubscriber::poll() reads and writes on every call, here so that it runs inline
+// with the app's handler, as Subscriber::poll does: through TickSink, a call by pointer per tick
+// cost a fifth of a 90 ns one-way latency (BENCHMARKS.md, issue 15).
+struct FailoverHot {
+  explicit FailoverHot(std::size_t window) : arb(window) {}
+  LineArbiter arb;
+  // A line's Subscriber while poll() may read it inline: up, and not a UD line (those are told
+  // what the other line delivered, out of line). Either null: the out-of-line way.
+  Subscriber* direct[2] = {nullptr, nullptr};
+  std::uint32_t idle[2] = {0, 0};  // empty polls of each line since its state was last looked at
+  mutable bool stats_stale = false;  // copies came since the live counters were last stored
+  std::uint32_t stats_busy = 0;      // polls that brought copies, for one store in 64 while busy
 };
 }  // namespace detail
 
@@ -95,10 +111,28 @@ class TICKRAIL_API FailoverSubscriber {
   FailoverSubscriber& operator=(const FailoverSubscriber&) = delete;
 
   // Delivers to `handler(const Tick&)` what polling each line (up to `limit` ticks from each)
-  // brings first; returns how many ticks it delivered.
+  // brings first; returns how many ticks it delivered. Inline while both lines are up and
+  // neither is UD; a line's state is looked at on every 64th empty poll, out of line.
   template <class Handler>
   std::size_t poll(Handler&& handler, std::size_t limit = 256) noexcept {
-    return poll_sink(detail::TickSink(handler), nullptr, limit);
+    static_assert(std::is_invocable_v<Handler&, const Tick&>, "handler(const Tick&)");
+    if (hot_.direct[0] == nullptr || hot_.direct[1] == nullptr) [[unlikely]] {
+      return poll_sink(detail::TickSink(handler), nullptr, limit);
+    }
+    std::size_t n = 0;
+    auto deliver = [&](const Tick& t) {
+      handler(t);
+      ++n;
+    };
+    const std::size_t copies = poll_direct(0, deliver, limit) + poll_direct(1, deliver, limit);
+    if (hot_.arb.holding()) [[unlikely]] watch_hole(detail::TickSink(deliver));
+    if (copies != 0) {
+      hot_.stats_stale = true;
+      if ((++hot_.stats_busy & 63u) == 0) [[unlikely]] store_flow();
+    } else if (hot_.stats_stale) [[unlikely]] {
+      store_flow();
+    }
+    return n;
   }
   // The same, and with measure_lead, `lead(int line, std::uint64_t cycles)` for each tick whose
   // other copy came within the window: `line` brought it first, `cycles` (Clock) before the
@@ -117,7 +151,18 @@ class TICKRAIL_API FailoverSubscriber {
   [[nodiscard]] std::uint64_t next_sequence() const noexcept;
 
  private:
+  template <class Deliver>
+  std::size_t poll_direct(int i, Deliver& deliver, std::size_t limit) noexcept {
+    const std::size_t got = hot_.direct[i]->poll([&](const Tick& t) { (void)hot_.arb.offer(i, t, deliver); }, limit);
+    if (got == 0 && (++hot_.idle[i] & 63u) == 0) [[unlikely]] look_at_line(i, detail::TickSink(deliver));
+    return got;
+  }
   std::size_t poll_sink(detail::TickSink sink, const detail::LeadSink* lead, std::size_t limit) noexcept;
+  void look_at_line(int i, detail::TickSink deliver) noexcept;  // gone down?
+  void watch_hole(detail::TickSink deliver) noexcept;            // waited hole_timeout?
+  void store_flow() const noexcept;                              // the live counters
+
+  detail::FailoverHot hot_;  // before impl_, which refers to it
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/line_arbiter.hpp"
+#include "tickrail/line_arbiter.hpp"
 #include "core/log.hpp"
 #include "core/stats.hpp"
 #include "core/thread.hpp"
@@ -30,7 +30,6 @@ struct FailoverSubscriber::Impl {
   struct Line {
     std::unique_ptr<Subscriber> sub;
     bool up = false;
-    std::uint32_t idle = 0;  // empty polls since its state was last looked at
     std::uint64_t downs = 0;
     std::uint64_t down_since = 0;   // Clock cycles, while down
     std::uint64_t up_since = 0;     // Clock cycles, since it was attached again (0: from the start)
@@ -42,7 +41,7 @@ struct FailoverSubscriber::Impl {
     std::atomic<bool> wanted{false};
   };
 
-  explicit Impl(const FailoverConfig& c) : config(c), arb(c.window) {
+  Impl(const FailoverConfig& c, detail::FailoverHot& h) : config(c), hot(h), arb(h.arb) {
     for (int i = 0; i < 2; ++i) {
       if (config.line[i].transport != TransportKind::ud) continue;
       lines[i].covers = true;
@@ -70,9 +69,15 @@ struct FailoverSubscriber::Impl {
   void register_stats();
   void store_flow() noexcept;
   void store_line(int i) noexcept;
+  // Whether poll() may read line i inline (FailoverHot::direct), after its state changed.
+  void set_direct(int i) noexcept {
+    const Line& l = lines[i];
+    hot.direct[i] = l.up && !l.covers ? l.sub.get() : nullptr;
+  }
 
   FailoverConfig config;
-  detail::LineArbiter arb;
+  detail::FailoverHot& hot;  // the owner's
+  detail::LineArbiter& arb;  // hot.arb
   std::array<Line, 2> lines;
   std::uint64_t hole_cycles = 0;
   std::uint64_t hole_since = 0;  // Clock cycles; 0: no hole being waited on
@@ -91,8 +96,6 @@ struct FailoverSubscriber::Impl {
   stats::Registration stats;
   std::uint64_t stats_cycles = 0;
   std::uint64_t stats_unix_ns = 0;
-  bool stats_stale = false;       // copies came since the last store_flow
-  std::uint32_t stats_busy = 0;   // polls that brought copies, for one store in 64 while busy
   std::jthread thread;
 };
 
@@ -153,6 +156,7 @@ void FailoverSubscriber::Impl::attach_all(const std::function<void()>& between) 
     }
   }
   if (!lines[0].up && !lines[1].up) std::rethrow_exception(first);
+  for (int i = 0; i < 2; ++i) set_direct(i);
 }
 
 void FailoverSubscriber::Impl::reattach_loop(const std::stop_token& stop) {
@@ -189,10 +193,11 @@ void FailoverSubscriber::Impl::adopt(int i, Deliver& deliver) noexcept {
   l.retired.store(l.sub.release(), std::memory_order_release);
   l.sub.reset(l.fresh.exchange(nullptr, std::memory_order_acquire));
   l.up = true;
-  l.idle = 0;
+  hot.idle[i] = 0;
   l.up_since = Clock::now();
   l.down_cycles += l.up_since - l.down_since;
   arb.line_up(i);
+  set_direct(i);
   store_line(i);
 }
 
@@ -200,6 +205,7 @@ template <class Deliver>
 void FailoverSubscriber::Impl::went_down(int i, Deliver& deliver) noexcept {
   Line& l = lines[i];
   l.up = false;
+  set_direct(i);
   ++l.downs;
   l.down_since = Clock::now();
   l.wanted.store(true, std::memory_order_release);
@@ -243,9 +249,16 @@ void FailoverSubscriber::Impl::watch_hole(Deliver& deliver) noexcept {
 
 FailoverSubscriber::FailoverSubscriber(const FailoverConfig& config) : FailoverSubscriber(config, {}) {}
 
-FailoverSubscriber::FailoverSubscriber(const FailoverConfig& config, const std::function<void()>& between_attempts) {
+namespace {
+std::size_t validated_window(const FailoverConfig& config) {
   config.validate();
-  impl_ = std::make_unique<Impl>(config);
+  return config.window;
+}
+}  // namespace
+
+FailoverSubscriber::FailoverSubscriber(const FailoverConfig& config, const std::function<void()>& between_attempts)
+    : hot_(validated_window(config)) {
+  impl_ = std::make_unique<Impl>(config, hot_);
   impl_->hole_cycles = static_cast<std::uint64_t>(
       Clock::instance().ns_to_cycles(static_cast<double>(config.hole_timeout.count()) * 1e3));
   if (config.measure_lead) impl_->stamps.resize(config.window);
@@ -293,7 +306,7 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::L
     const std::size_t got = l.sub->poll(offer, limit);
     copies += got;
     // Its state (a clock read) on every 64th empty poll: an ended line has been drained by then.
-    if (got == 0 && l.up && (++l.idle & 63u) == 0 && ended(l.sub->state())) m.went_down(i, deliver);
+    if (got == 0 && l.up && (++hot_.idle[i] & 63u) == 0 && ended(l.sub->state())) m.went_down(i, deliver);
   }
   m.watch_hole(deliver);
   // A UD line passes, unread, the holes the other line filled (or that were given up), and
@@ -307,23 +320,28 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::L
   // The arbiter's counts go to the live counters off the critical path: on the first empty poll
   // after copies came, and once in 64 polls while they keep coming.
   if (copies != 0) {
-    m.stats_stale = true;
-    if ((++m.stats_busy & 63u) == 0) {
-      m.store_flow();
-      m.stats_stale = false;
-    }
-  } else if (m.stats_stale) {
-    m.store_flow();
-    m.stats_stale = false;
+    hot_.stats_stale = true;
+    if ((++hot_.stats_busy & 63u) == 0) store_flow();
+  } else if (hot_.stats_stale) {
+    store_flow();
   }
   return n;
 }
 
+void FailoverSubscriber::look_at_line(int i, detail::TickSink deliver) noexcept {
+  const Impl::Line& l = impl_->lines[i];
+  if (l.up && ended(l.sub->state())) impl_->went_down(i, deliver);
+}
+
+void FailoverSubscriber::watch_hole(detail::TickSink deliver) noexcept { impl_->watch_hole(deliver); }
+
+void FailoverSubscriber::store_flow() const noexcept {
+  impl_->store_flow();
+  hot_.stats_stale = false;
+}
+
 FailoverCounters FailoverSubscriber::counters() const noexcept {
-  if (impl_->stats_stale) {  // a poll loop that stopped right after copies came
-    impl_->store_flow();
-    impl_->stats_stale = false;
-  }
+  if (hot_.stats_stale) store_flow();  // a poll loop that stopped right after copies came
   const Impl& m = *impl_;
   FailoverCounters c;
   c.delivered = m.arb.delivered();

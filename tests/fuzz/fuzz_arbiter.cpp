@@ -1,11 +1,11 @@
-// LineArbiter (lib/core/line_arbiter.hpp) under any sequence of offers from two lines, in order
+// LineArbiter (include/tickrail/line_arbiter.hpp) under any sequence of offers from two lines, in order
 // or not, with lines going down and up and holes given up: it must not crash or hang, must
 // deliver in strictly increasing order, and its counts must add up.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 
-#include "core/line_arbiter.hpp"
+#include "tickrail/line_arbiter.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;

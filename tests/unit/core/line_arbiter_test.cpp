@@ -1,7 +1,7 @@
 // LineArbiter against generated interleavings of two lines of one stream: losses on one line, on
 // both, lags within and beyond the window, a line that stops; each run checked against the
 // delivery it must make, computed apart from the arbiter.
-#include "core/line_arbiter.hpp"
+#include "tickrail/line_arbiter.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -138,6 +138,48 @@ TEST_CASE("two publisher processes, one killed with kill -9 mid-stream: nothing 
   CHECK(c.line[0].downs == 0);
 }
 
+// poll() reads two rings' lines inline (FailoverHot): this is its hole watch and its counters.
+TEST_CASE("a hole neither line fills is given up after hole_timeout, and what waited beyond it follows", "[failover]") {
+  const auto a = unique_channel("fo-ha");
+  const auto b = unique_channel("fo-hb");
+  Publisher pa(publisher(a));
+  PublisherConfig small = publisher(b);
+  small.ring_capacity = 16;
+  Publisher pb(small);
+  FailoverConfig c = lines(a, b);
+  c.line[1].policy = SlowConsumerPolicy::drop;
+  c.hole_timeout = 2ms;
+  FailoverSubscriber fs(c);
+  REQUIRE(wait_for_subscribers(pa, 1));
+  REQUIRE(wait_for_subscribers(pb, 1));
+  // Line B runs 1000 ticks unread: its ring keeps only the last of them. Line A brings 1..100
+  // and then nothing: 101 up to B's oldest is a hole neither line will fill.
+  std::vector<Tick> ticks;
+  for (std::uint64_t i = 0; i < 1000; ++i) ticks.push_back(payload(i));
+  REQUIRE(pb.publish(std::span<const Tick>(ticks)).published == 1000);
+  REQUIRE(pa.publish(std::span<const Tick>(ticks).first(100)).published == 100);
+  std::uint64_t last = 0;
+  std::uint64_t got = 0;
+  bool ok = true;
+  auto app = [&](const Tick& t) {
+    ok = ok && t.seq > last && payload_ok(t) && t.order_ref == t.seq - 1;
+    last = t.seq;
+    ++got;
+  };
+  REQUIRE(eventually([&] { (void)fs.poll(app); return last == 1000; }, 10s));
+  CHECK(ok);
+  const FailoverCounters n = fs.counters();
+  CHECK(n.delivered == got);
+  CHECK(n.line[0].first == 100);
+  CHECK(n.line[1].first == got - 100);
+  CHECK(n.line[1].first > 0);
+  CHECK(n.line[1].first < 1000 - 100);
+  CHECK(n.skipped == 1000 - got);  // the hole given up, not lost on both lines
+  CHECK(n.gaps == 0);
+  CHECK(fs.line_up(0));
+  CHECK(fs.line_up(1));
+}
+
 TEST_CASE("with measure_lead, each tick both lines brought is timed once, for the line that brought it first",
           "[failover]") {
   const auto a = unique_channel("fo-la");

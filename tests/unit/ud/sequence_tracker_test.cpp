@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "core/line_arbiter.hpp"
+#include "tickrail/line_arbiter.hpp"
 #include "transport/rdma/ud/sequence_tracker.hpp"
 
 using namespace tickrail;
