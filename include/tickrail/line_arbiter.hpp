@@ -59,6 +59,22 @@ class LineArbiter {
   bool offer(int line, const Tick& t, Deliver&& deliver) noexcept {
     LineCounts& l = lines_[line & 1];
     const std::uint64_t s = t.seq;
+    // The common cases, while nothing is held and no leap parked: the next tick, or a copy of one
+    // delivered. What take() would do then, without its look at the window or settle(), which
+    // finds nothing to do: every line's last is below next() (what a line brought beyond it would
+    // be held).
+    if (waiting_ == 0 && (leaps_[0].seq | leaps_[1].seq) == 0 && s != 0 && s <= next_ && started_) [[likely]] {
+      l.last = std::max(l.last, s);
+      if (s != next_) {
+        ++l.duplicates;
+        return false;
+      }
+      ++l.first;
+      ++delivered_;
+      ++next_;
+      deliver(t);
+      return true;
+    }
     if (s == 0) {  // no tick has sequence 0
       ++l.duplicates;
       return false;
