@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "rounds.hpp"
+#include "state_bench.hpp"
 #include "text.hpp"
 #include "tickrail/tools/report.hpp"
 #include "tickrail/error.hpp"
@@ -37,12 +38,13 @@ SubscriberConfig line_subscriber(const FailoverBenchOptions& o, const std::strin
   return c;
 }
 
-// One round of one contender: `samples` ticks `gap_ns` apart, sent by `send(i)`, received by
-// `poll(record)`; the median one-way latency, ns.
+// One run of one contender in `layout`: `samples` ticks `gap_ns` apart, sent by `send(i)`,
+// received by `poll(record)`; the median one-way latency, ns.
 template <class Send, class Poll>
-double latency_round(const FailoverBenchOptions& o, Histogram& h, Send& send, Poll& poll) {
+double latency_run(const FailoverBenchOptions& o, Layout layout, std::uint64_t samples, Histogram& h, Send& send,
+                   Poll& poll) {
   std::vector<std::uint64_t> lat =
-      one_way(o.receiver_cpu, Layout{}, o.samples, static_cast<double>(o.gap_ns), send, poll);
+      one_way(o.receiver_cpu, layout, samples, static_cast<double>(o.gap_ns), send, poll);
   for (const std::uint64_t ns : lat) h.record(ns);
   return median_of(lat);
 }
@@ -92,15 +94,26 @@ FailoverRun measure_failover(const FailoverBenchOptions& o) {
     publish_spinning(second, tick);
   };
   auto poll_two = [&](auto& record) { return two.poll(record); };
+  const int layouts = std::max(1, o.layouts);
+  const std::uint64_t samples = std::max<std::uint64_t>(100, o.samples / static_cast<std::uint64_t>(layouts));
   for (int r = 0; r < o.rounds; ++r) {
-    FailoverRound round;
-    if ((r & 1) == 0) {
-      round.one_p50 = latency_round(o, run.one, send_one, poll_one);
-      round.two_p50 = latency_round(o, run.two, send_two, poll_two);
-    } else {
-      round.two_p50 = latency_round(o, run.two, send_two, poll_two);
-      round.one_p50 = latency_round(o, run.one, send_one, poll_one);
+    std::vector<double> one_runs;
+    std::vector<double> two_runs;
+    for (int k = 0; k < layouts; ++k) {
+      const Layout layout = Layout::nth(k, r);
+      const auto one_run = [&] { one_runs.push_back(latency_run(o, layout, samples, run.one, send_one, poll_one)); };
+      const auto two_run = [&] { two_runs.push_back(latency_run(o, layout, samples, run.two, send_two, poll_two)); };
+      if (((r + k) & 1) == 0) {
+        one_run();
+        two_run();
+      } else {
+        two_run();
+        one_run();
+      }
     }
+    FailoverRound round;
+    round.one_p50 = median(one_runs);
+    round.two_p50 = median(two_runs);
     run.rounds.push_back(round);
     std::printf("  round %2d: one line p50 %7.1f ns, two lines %7.1f ns, ratio %.3f\n", r + 1, round.one_p50,
                 round.two_p50, round.two_p50 / round.one_p50);
@@ -120,15 +133,6 @@ FailoverRun measure_failover(const FailoverBenchOptions& o) {
   run.skipped = c.skipped;
   return run;
 }
-
-namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-}  // namespace
 
 std::string failover_text(const FailoverRun& run) {
   std::vector<double> ratio;

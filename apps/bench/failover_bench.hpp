@@ -6,7 +6,9 @@
 // sender on lines A and B, first one then the other by turns; the one-line sender to its line
 // first, then to a channel nobody reads. So the senders do the same work, and the one line's
 // copy is always the first out (its best case): the ratio is the receiver's cost of a second
-// line, if anything overstated.
+// line, if anything overstated. Each round runs both contenders once per code layout (as the
+// rounds of tickrail-bench do: rounds.hpp, Layout::nth), by turns, and a round's figure is the
+// median of its runs' p50s.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -21,7 +23,8 @@ namespace tickrail::bench {
 
 struct FailoverBenchOptions {
   int rounds = 20;
-  std::uint64_t samples = 20'000;  // ticks per contender per round
+  std::uint64_t samples = 20'000;  // ticks per contender per round, shared among its layouts
+  int layouts = 8;                 // code layouts per round (rounds.hpp)
   std::uint64_t gap_ns = 2'000;    // between sends
   int receiver_cpu = 1;
   std::string housekeeping_cpus;   // tickrail's background threads

@@ -725,10 +725,12 @@ int failover_bench(const Options& o) {
   f.samples = o.samples;
   f.gap_ns = o.gap_ns;
   f.receiver_cpu = o.receiver_cpu;
+  f.layouts = o.layouts;
   f.housekeeping_cpus = cpus_besides({o.sender_cpu, o.receiver_cpu});
   std::printf("  %d rounds x %llu ticks (gap %llu ns): one line, and the same ticks on two lines read by a "
-              "FailoverSubscriber, alternating\n",
-              o.rounds, static_cast<unsigned long long>(o.samples), static_cast<unsigned long long>(o.gap_ns));
+              "FailoverSubscriber, by turns, once in each of %d code layouts a round\n",
+              o.rounds, static_cast<unsigned long long>(o.samples), static_cast<unsigned long long>(o.gap_ns),
+              o.layouts);
   const bench::FailoverRun run = bench::measure_failover(f);
   std::printf("%s", bench::failover_text(run).c_str());
   nlohmann::json j;
