@@ -44,8 +44,9 @@ class TICKRAIL_API LeadSink {
 };
 
 // What FailoverSubscriber::poll() reads and writes on every call, here so that it runs inline
-// with the app's handler, as Subscriber::poll does: through TickSink, a call by pointer per tick
-// cost a fifth of a 90 ns one-way latency (BENCHMARKS.md, issue 15).
+// with the app's handler, as Subscriber::poll does: through TickSink, a call by pointer per tick,
+// a second line cost 17% of one line's 70-90 ns one way, inline 9% (BENCHMARKS.md, issue 15).
+// Its layout is the library's ABI, as every inline poll's is.
 struct FailoverHot {
   explicit FailoverHot(std::size_t window) : arb(window) {}
   LineArbiter arb;
@@ -53,6 +54,7 @@ struct FailoverHot {
   // what the other line delivered, out of line). Either null: the out-of-line way.
   Subscriber* direct[2] = {nullptr, nullptr};
   std::uint32_t idle[2] = {0, 0};  // empty polls of each line since its state was last looked at
+  bool stats_on = false;             // the live counters are kept
   mutable bool stats_stale = false;  // copies came since the live counters were last stored
   std::uint32_t stats_busy = 0;      // polls that brought copies, for one store in 64 while busy
 };
@@ -124,8 +126,10 @@ class TICKRAIL_API FailoverSubscriber {
       handler(t);
       ++n;
     };
-    const std::size_t copies = poll_direct(0, deliver, limit) + poll_direct(1, deliver, limit);
+    const std::size_t a = poll_direct(0, deliver, limit);  // line A first, then B: in sequence
+    const std::size_t copies = a + poll_direct(1, deliver, limit);
     if (hot_.arb.holding()) [[unlikely]] watch_hole(detail::TickSink(deliver));
+    if (!hot_.stats_on) return n;
     if (copies != 0) {
       hot_.stats_stale = true;
       if ((++hot_.stats_busy & 63u) == 0) [[unlikely]] store_flow();

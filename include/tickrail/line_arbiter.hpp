@@ -47,7 +47,8 @@ class LineArbiter {
   // `capacity`: ticks the window holds, a power of two. Allocates it.
   explicit LineArbiter(std::size_t capacity) : slots_(capacity), mask_(capacity - 1) {}
 
-  // The first sequence to deliver. Without it, the stream starts at the first tick offered.
+  // The first sequence to deliver, before the first offer(). Without it, the stream starts at the
+  // first tick offered.
   void start_at(std::uint64_t seq) noexcept {
     next_ = seq;
     started_ = true;

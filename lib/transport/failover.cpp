@@ -80,7 +80,9 @@ struct FailoverSubscriber::Impl {
   detail::LineArbiter& arb;  // hot.arb
   std::array<Line, 2> lines;
   std::uint64_t hole_cycles = 0;
-  std::uint64_t hole_since = 0;  // Clock cycles; 0: no hole being waited on
+  // Clock cycles; 0: no hole being waited on. poll() looks only while a tick is held, so once a
+  // hole closes this may stay: it counts only while hole_at is still next() (next() has moved).
+  std::uint64_t hole_since = 0;
   std::uint64_t hole_at = 0;     // the sequence of that hole
   std::uint64_t hole_end = 0;    // the first sequence held beyond it (UD lines read no further)
   bool any_covers = false;       // a line is UD (Line::covers)
@@ -107,6 +109,7 @@ void FailoverSubscriber::Impl::register_stats() {
   stats = stats::register_endpoint({stats::BlockKind::failover, config.line[0].transport, a,
                                     config.line[1].transport, b});
   if (!stats) return;
+  hot.stats_on = true;
   stats_cycles = Clock::now();
   stats_unix_ns = stats.block()->registered_ns.load(std::memory_order_relaxed);
 }
