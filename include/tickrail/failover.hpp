@@ -44,9 +44,10 @@ class TICKRAIL_API LeadSink {
 };
 
 // What FailoverSubscriber::poll() reads and writes on every call, here so that it runs inline
-// with the app's handler, as Subscriber::poll does: through TickSink, a call by pointer per tick,
-// a second line cost 17% of one line's 70-90 ns one way, inline 9% (BENCHMARKS.md, issue 15).
-// Its layout is the library's ABI, as every inline poll's is.
+// with the app's handler, as Subscriber::poll does: the least code arbitrating two rings costs
+// nothing over one line inline, and 8-18% of a 70-100 ns one way from a function of its own
+// calling the handler by pointer (BENCHMARKS.md, issue 15). Its layout is the library's ABI, as
+// every inline poll's is.
 struct FailoverHot {
   explicit FailoverHot(std::size_t window) : arb(window) {}
   LineArbiter arb;
