@@ -38,13 +38,12 @@ SubscriberConfig line_subscriber(const FailoverBenchOptions& o, const std::strin
   return c;
 }
 
-// One run of one contender in `layout`: `samples` ticks `gap_ns` apart, sent by `send(i)`,
+// One run of one contender in `layout`: `o.samples` ticks `gap_ns` apart, sent by `send(i)`,
 // received by `poll(record)`; the median one-way latency, ns.
 template <class Send, class Poll>
-double latency_run(const FailoverBenchOptions& o, Layout layout, std::uint64_t samples, Histogram& h, Send& send,
-                   Poll& poll) {
+double latency_run(const FailoverBenchOptions& o, Layout layout, Histogram& h, Send& send, Poll& poll) {
   std::vector<std::uint64_t> lat =
-      one_way(o.receiver_cpu, layout, samples, static_cast<double>(o.gap_ns), send, poll);
+      one_way(o.receiver_cpu, layout, o.samples, static_cast<double>(o.gap_ns), send, poll);
   for (const std::uint64_t ns : lat) h.record(ns);
   return median_of(lat);
 }
@@ -95,14 +94,13 @@ FailoverRun measure_failover(const FailoverBenchOptions& o) {
   };
   auto poll_two = [&](auto& record) { return two.poll(record); };
   const int layouts = std::max(1, o.layouts);
-  const std::uint64_t samples = std::max<std::uint64_t>(100, o.samples / static_cast<std::uint64_t>(layouts));
   for (int r = 0; r < o.rounds; ++r) {
     std::vector<double> one_runs;
     std::vector<double> two_runs;
     for (int k = 0; k < layouts; ++k) {
       const Layout layout = Layout::nth(k, r);
-      const auto one_run = [&] { one_runs.push_back(latency_run(o, layout, samples, run.one, send_one, poll_one)); };
-      const auto two_run = [&] { two_runs.push_back(latency_run(o, layout, samples, run.two, send_two, poll_two)); };
+      const auto one_run = [&] { one_runs.push_back(latency_run(o, layout, run.one, send_one, poll_one)); };
+      const auto two_run = [&] { two_runs.push_back(latency_run(o, layout, run.two, send_two, poll_two)); };
       if (((r + k) & 1) == 0) {
         one_run();
         two_run();

@@ -23,7 +23,7 @@ namespace tickrail::bench {
 
 struct FailoverBenchOptions {
   int rounds = 20;
-  std::uint64_t samples = 20'000;  // ticks per contender per round, shared among its layouts
+  std::uint64_t samples = 2'500;   // ticks per contender per layout of a round
   int layouts = 8;                 // code layouts per round (rounds.hpp)
   std::uint64_t gap_ns = 2'000;    // between sends
   int receiver_cpu = 1;

@@ -722,7 +722,7 @@ int snapshot_bench(const Options& o) {
 int failover_bench(const Options& o) {
   bench::FailoverBenchOptions f;
   f.rounds = o.rounds;
-  f.samples = o.samples;
+  f.samples = samples_per_run(o);
   f.gap_ns = o.gap_ns;
   f.receiver_cpu = o.receiver_cpu;
   f.layouts = o.layouts;

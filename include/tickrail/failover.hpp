@@ -130,13 +130,7 @@ class TICKRAIL_API FailoverSubscriber {
     const std::size_t a = poll_direct(0, deliver, limit);  // line A first, then B: in sequence
     const std::size_t copies = a + poll_direct(1, deliver, limit);
     if (hot_.arb.holding()) [[unlikely]] watch_hole(detail::TickSink(deliver));
-    if (!hot_.stats_on) return n;
-    if (copies != 0) {
-      hot_.stats_stale = true;
-      if ((++hot_.stats_busy & 63u) == 0) [[unlikely]] store_flow();
-    } else if (hot_.stats_stale) [[unlikely]] {
-      store_flow();
-    }
+    note_copies(copies);
     return n;
   }
   // The same, and with measure_lead, `lead(int line, std::uint64_t cycles)` for each tick whose
@@ -161,6 +155,17 @@ class TICKRAIL_API FailoverSubscriber {
     const std::size_t got = hot_.direct[i]->poll([&](const Tick& t) { (void)hot_.arb.offer(i, t, deliver); }, limit);
     if (got == 0 && (++hot_.idle[i] & 63u) == 0) [[unlikely]] look_at_line(i, detail::TickSink(deliver));
     return got;
+  }
+  // The arbiter's counts go to the live counters off the critical path: on the first empty poll
+  // after copies came, and once in 64 polls while they keep coming.
+  void note_copies(std::size_t copies) noexcept {
+    if (!hot_.stats_on) return;
+    if (copies != 0) {
+      hot_.stats_stale = true;
+      if ((++hot_.stats_busy & 63u) == 0) [[unlikely]] store_flow();
+    } else if (hot_.stats_stale) [[unlikely]] {
+      store_flow();
+    }
   }
   std::size_t poll_sink(detail::TickSink sink, const detail::LeadSink* lead, std::size_t limit) noexcept;
   void look_at_line(int i, detail::TickSink deliver) noexcept;  // gone down?

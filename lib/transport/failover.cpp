@@ -320,14 +320,7 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::L
       if (l.covers && l.sub != nullptr) l.sub->cover_below(m.arb.next(), read_until);
     }
   }
-  // The arbiter's counts go to the live counters off the critical path: on the first empty poll
-  // after copies came, and once in 64 polls while they keep coming.
-  if (copies != 0) {
-    hot_.stats_stale = true;
-    if ((++hot_.stats_busy & 63u) == 0) store_flow();
-  } else if (hot_.stats_stale) {
-    store_flow();
-  }
+  note_copies(copies);
   return n;
 }
 
