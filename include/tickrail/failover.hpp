@@ -54,7 +54,7 @@ struct FailoverHot {
   // A line's Subscriber while poll() may read it inline: up, and not a UD line (those are told
   // what the other line delivered, out of line). Either null: the out-of-line way.
   Subscriber* direct[2] = {nullptr, nullptr};
-  std::uint32_t idle[2] = {0, 0};  // empty polls of each line since its state was last looked at
+  std::uint32_t polls = 0;           // every 64th poll, the lines it found empty are looked at
   bool stats_on = false;             // the live counters are kept
   mutable bool stats_stale = false;  // copies came since the live counters were last stored
   std::uint32_t stats_busy = 0;      // polls that brought copies, for one store in 64 while busy
@@ -115,23 +115,22 @@ class TICKRAIL_API FailoverSubscriber {
 
   // Delivers to `handler(const Tick&)` what polling each line (up to `limit` ticks from each)
   // brings first; returns how many ticks it delivered. Inline while both lines are up and
-  // neither is UD; a line's state is looked at on every 64th empty poll, out of line.
+  // neither is UD. Every 64th poll, out of line, looks at the state of each line it found empty.
   template <class Handler>
   std::size_t poll(Handler&& handler, std::size_t limit = 256) noexcept {
     static_assert(std::is_invocable_v<Handler&, const Tick&>, "handler(const Tick&)");
-    if (hot_.direct[0] == nullptr || hot_.direct[1] == nullptr) [[unlikely]] {
-      return poll_sink(detail::TickSink(handler), nullptr, limit);
-    }
-    std::size_t n = 0;
-    auto deliver = [&](const Tick& t) {
-      handler(t);
-      ++n;
-    };
-    const std::size_t a = poll_direct(0, deliver, limit);  // line A first, then B: in sequence
-    const std::size_t copies = a + poll_direct(1, deliver, limit);
-    if (hot_.arb.holding()) [[unlikely]] watch_hole(detail::TickSink(deliver));
-    note_copies(copies);
-    return n;
+    Subscriber* const a = hot_.direct[0];
+    Subscriber* const b = hot_.direct[1];
+    if (a == nullptr || b == nullptr) [[unlikely]] return poll_sink(detail::TickSink(handler), nullptr, limit);
+    // The arbiter counts what it delivers: a count kept here would be reachable from the
+    // out-of-line calls below, and so be kept in memory on every poll.
+    const std::uint64_t before = hot_.arb.delivered();
+    const std::size_t got_a = a->poll([&](const Tick& t) { (void)hot_.arb.offer(0, t, handler); }, limit);
+    const std::size_t got_b = b->poll([&](const Tick& t) { (void)hot_.arb.offer(1, t, handler); }, limit);
+    if ((++hot_.polls & 63u) == 0) [[unlikely]] look_at_lines(got_a == 0, got_b == 0, detail::TickSink(handler));
+    if (hot_.arb.holding()) [[unlikely]] watch_hole(detail::TickSink(handler));
+    note_copies(got_a + got_b);
+    return static_cast<std::size_t>(hot_.arb.delivered() - before);
   }
   // The same, and with measure_lead, `lead(int line, std::uint64_t cycles)` for each tick whose
   // other copy came within the window: `line` brought it first, `cycles` (Clock) before the
@@ -150,12 +149,6 @@ class TICKRAIL_API FailoverSubscriber {
   [[nodiscard]] std::uint64_t next_sequence() const noexcept;
 
  private:
-  template <class Deliver>
-  std::size_t poll_direct(int i, Deliver& deliver, std::size_t limit) noexcept {
-    const std::size_t got = hot_.direct[i]->poll([&](const Tick& t) { (void)hot_.arb.offer(i, t, deliver); }, limit);
-    if (got == 0 && (++hot_.idle[i] & 63u) == 0) [[unlikely]] look_at_line(i, detail::TickSink(deliver));
-    return got;
-  }
   // The arbiter's counts go to the live counters off the critical path: on the first empty poll
   // after copies came, and once in 64 polls while they keep coming.
   void note_copies(std::size_t copies) noexcept {
@@ -168,9 +161,9 @@ class TICKRAIL_API FailoverSubscriber {
     }
   }
   std::size_t poll_sink(detail::TickSink sink, const detail::LeadSink* lead, std::size_t limit) noexcept;
-  void look_at_line(int i, detail::TickSink deliver) noexcept;  // gone down?
-  void watch_hole(detail::TickSink deliver) noexcept;            // waited hole_timeout?
-  void store_flow() const noexcept;                              // the live counters
+  void look_at_lines(bool a_empty, bool b_empty, detail::TickSink deliver) noexcept;  // gone down?
+  void watch_hole(detail::TickSink deliver) noexcept;  // waited hole_timeout?
+  void store_flow() const noexcept;                    // the live counters
 
   detail::FailoverHot hot_;  // before impl_, which refers to it
   struct Impl;

@@ -39,7 +39,9 @@ class LineArbiter {
   struct LineCounts {
     std::uint64_t first = 0;       // ticks delivered from this line (it brought them first)
     std::uint64_t duplicates = 0;  // ticks discarded: sequence delivered, held, given up or 0
-    std::uint64_t last = 0;        // the highest sequence it brought (0: none yet)
+    // The highest sequence it brought beyond next() (0: none). What it brought below next() is
+    // not noted: it decides nothing (decided() and leaps() look only beyond next()).
+    std::uint64_t last = 0;
     std::uint64_t refuted = 0;     // leaps its next tick did not follow: discarded
     bool down = false;
   };
@@ -52,6 +54,7 @@ class LineArbiter {
   void start_at(std::uint64_t seq) noexcept {
     next_ = seq;
     started_ = true;
+    note_calm();
   }
 
   // Returns whether `t` is the first copy of its sequence (delivered or held), false when it is
@@ -60,12 +63,11 @@ class LineArbiter {
   bool offer(int line, const Tick& t, Deliver&& deliver) noexcept {
     LineCounts& l = lines_[line & 1];
     const std::uint64_t s = t.seq;
-    // The common cases, while nothing is held and no leap parked: the next tick, or a copy of one
-    // delivered. What take() would do then, without its look at the window or settle(), which
-    // finds nothing to do: every line's last is below next() (what a line brought beyond it would
-    // be held).
-    if (waiting_ == 0 && (leaps_[0].seq | leaps_[1].seq) == 0 && s != 0 && s <= next_ && started_) [[likely]] {
-      l.last = std::max(l.last, s);
+    // The common cases, while calm: the next tick, or a copy of one delivered (s in 1..next()).
+    // What take() would do then, without its look at the window or settle(), which finds
+    // nothing to do: every line's last is below next() (what a line brought beyond it would be
+    // held).
+    if (calm_ && s - 1 < next_) [[likely]] {
       if (s != next_) {
         ++l.duplicates;
         return false;
@@ -76,28 +78,7 @@ class LineArbiter {
       deliver(t);
       return true;
     }
-    if (s == 0) {  // no tick has sequence 0
-      ++l.duplicates;
-      return false;
-    }
-    if (!started_) start_at(s);
-    Tick& leap = leaps_[line & 1];
-    if (leap.seq != 0) {  // this line's tick before leapt: this one confirms or refutes it
-      const Tick p = leap;
-      leap.seq = 0;
-      if (s > p.seq && s - p.seq < capacity()) {
-        take(l, line, p, deliver);
-      } else {
-        ++l.refuted;
-      }
-    }
-    if (s >= next_ && s - next_ >= capacity() && leaps(line, s)) {
-      leap = t;
-      return false;
-    }
-    const bool first = take(l, line, t, deliver);
-    if ((leaps_[0].seq | leaps_[1].seq) != 0) [[unlikely]] take_reached_leaps(deliver);
-    return first;
+    return offer_rest(line, t, deliver);
   }
 
   // Gives up the hole at next(), if ticks wait beyond it: they are delivered up to the next hole.
@@ -106,6 +87,7 @@ class LineArbiter {
     const std::uint64_t h = first_held(~std::uint64_t{0});
     if (h != 0) skip_to(h, deliver);
     settle(deliver);
+    note_calm();
   }
 
   // A line that will bring nothing more (its publisher gone) fills no hole; line_up() when it
@@ -123,6 +105,7 @@ class LineArbiter {
       (void)take(lines_[i ^ 1], i ^ 1, p, deliver);
     }
     settle(deliver);
+    note_calm();
   }
   void line_up(int line) noexcept {
     lines_[line & 1].down = false;
@@ -146,6 +129,40 @@ class LineArbiter {
     Tick tick{};  // seq 0: empty
     std::uint8_t line = 0;
   };
+
+  // offer() but for its common cases. `t` is a copy: a reference would keep the caller's tick in
+  // memory on the common path too.
+  template <class Deliver>
+  [[gnu::noinline]] bool offer_rest(int line, Tick t, Deliver& deliver) noexcept {
+    LineCounts& l = lines_[line & 1];
+    const std::uint64_t s = t.seq;
+    if (s == 0) {  // no tick has sequence 0
+      ++l.duplicates;
+      return false;
+    }
+    if (!started_) start_at(s);
+    Tick& leap = leaps_[line & 1];
+    if (leap.seq != 0) {  // this line's tick before leapt: this one confirms or refutes it
+      const Tick p = leap;
+      leap.seq = 0;
+      if (s > p.seq && s - p.seq < capacity()) {
+        take(l, line, p, deliver);
+      } else {
+        ++l.refuted;
+      }
+    }
+    if (s >= next_ && s - next_ >= capacity() && leaps(line, s)) {
+      leap = t;
+      note_calm();
+      return false;
+    }
+    const bool first = take(l, line, t, deliver);
+    if ((leaps_[0].seq | leaps_[1].seq) != 0) [[unlikely]] take_reached_leaps(deliver);
+    note_calm();
+    return first;
+  }
+  // Calm: started, nothing held, no leap parked; offer() may take its common cases.
+  void note_calm() noexcept { calm_ = started_ && waiting_ == 0 && (leaps_[0].seq | leaps_[1].seq) == 0; }
 
   // A tick beyond the window that its line did not walk to, while the other line could still
   // contradict it.
@@ -266,6 +283,7 @@ class LineArbiter {
   std::uint64_t waiting_ = 0;  // ticks held in the window
   std::uint64_t next_ = 1;
   bool started_ = false;
+  bool calm_ = false;  // note_calm()
   std::uint64_t delivered_ = 0;
   std::uint64_t gaps_ = 0;
   std::uint64_t skipped_ = 0;

@@ -64,6 +64,8 @@ struct FailoverSubscriber::Impl {
   template <class Deliver>
   void went_down(int i, Deliver& deliver) noexcept;
   template <class Deliver>
+  void look_at_lines(bool a_empty, bool b_empty, Deliver& deliver) noexcept;
+  template <class Deliver>
   void watch_hole(Deliver& deliver) noexcept;
   void time_copy(int i, std::uint64_t seq, bool first, std::uint64_t now, const detail::LeadSink& lead) noexcept;
   void register_stats();
@@ -196,7 +198,6 @@ void FailoverSubscriber::Impl::adopt(int i, Deliver& deliver) noexcept {
   l.retired.store(l.sub.release(), std::memory_order_release);
   l.sub.reset(l.fresh.exchange(nullptr, std::memory_order_acquire));
   l.up = true;
-  hot.idle[i] = 0;
   l.up_since = Clock::now();
   l.down_cycles += l.up_since - l.down_since;
   arb.line_up(i);
@@ -228,6 +229,17 @@ void FailoverSubscriber::Impl::time_copy(int i, std::uint64_t seq, bool first, s
   } else if (s.seq == seq && s.line != i && seq != 0 && lines[i].up_since <= s.at) {
     lead(s.line, now - s.at);
     s.seq = 0;
+  }
+}
+
+// A line that is up, found empty (drained: what it brought before its end has been read), and
+// ended, is down. Its state costs a clock read: looked at on every 64th poll.
+template <class Deliver>
+void FailoverSubscriber::Impl::look_at_lines(bool a_empty, bool b_empty, Deliver& deliver) noexcept {
+  const bool empty[2] = {a_empty, b_empty};
+  for (int i = 0; i < 2; ++i) {
+    const Line& l = lines[i];
+    if (empty[i] && l.up && l.sub != nullptr && ended(l.sub->state())) went_down(i, deliver);
   }
 }
 
@@ -287,7 +299,7 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::L
                                           std::size_t limit) noexcept {
   Impl& m = *impl_;
   std::size_t n = 0;
-  std::size_t copies = 0;
+  std::size_t got[2] = {0, 0};
   auto deliver = [&](const Tick& t) {
     sink(t);
     ++n;
@@ -306,11 +318,9 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::L
       const bool first = m.arb.offer(i, t, deliver);
       m.time_copy(i, t.seq, first, now, *lead);
     };
-    const std::size_t got = l.sub->poll(offer, limit);
-    copies += got;
-    // Its state (a clock read) on every 64th empty poll: an ended line has been drained by then.
-    if (got == 0 && l.up && (++hot_.idle[i] & 63u) == 0 && ended(l.sub->state())) m.went_down(i, deliver);
+    got[i] = l.sub->poll(offer, limit);
   }
+  if ((++hot_.polls & 63u) == 0) m.look_at_lines(got[0] == 0, got[1] == 0, deliver);
   m.watch_hole(deliver);
   // A UD line passes, unread, the holes the other line filled (or that were given up), and
   // reads no further than what the other line brought.
@@ -320,13 +330,12 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::L
       if (l.covers && l.sub != nullptr) l.sub->cover_below(m.arb.next(), read_until);
     }
   }
-  note_copies(copies);
+  note_copies(got[0] + got[1]);
   return n;
 }
 
-void FailoverSubscriber::look_at_line(int i, detail::TickSink deliver) noexcept {
-  const Impl::Line& l = impl_->lines[i];
-  if (l.up && ended(l.sub->state())) impl_->went_down(i, deliver);
+void FailoverSubscriber::look_at_lines(bool a_empty, bool b_empty, detail::TickSink deliver) noexcept {
+  impl_->look_at_lines(a_empty, b_empty, deliver);
 }
 
 void FailoverSubscriber::watch_hole(detail::TickSink deliver) noexcept { impl_->watch_hole(deliver); }
