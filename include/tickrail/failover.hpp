@@ -54,7 +54,7 @@ struct FailoverHot {
   // A line's Subscriber while poll() may read it inline: up, and not a UD line (those are told
   // what the other line delivered, out of line). Either null: the out-of-line way.
   Subscriber* direct[2] = {nullptr, nullptr};
-  std::uint32_t polls = 0;           // every 64th poll, the lines it found empty are looked at
+  std::uint32_t polls = 0;           // look_due()
   bool stats_on = false;             // the live counters are kept
   mutable bool stats_stale = false;  // copies came since the live counters were last stored
   std::uint32_t stats_busy = 0;      // polls that brought copies, for one store in 64 while busy
@@ -115,19 +115,22 @@ class TICKRAIL_API FailoverSubscriber {
 
   // Delivers to `handler(const Tick&)` what polling each line (up to `limit` ticks from each)
   // brings first; returns how many ticks it delivered. Inline while both lines are up and
-  // neither is UD. Every 64th poll, out of line, looks at the state of each line it found empty.
+  // neither is UD; every 64th poll goes out of line, and looks at the lines' states. The handler
+  // must not poll this FailoverSubscriber.
   template <class Handler>
   std::size_t poll(Handler&& handler, std::size_t limit = 256) noexcept {
     static_assert(std::is_invocable_v<Handler&, const Tick&>, "handler(const Tick&)");
     Subscriber* const a = hot_.direct[0];
     Subscriber* const b = hot_.direct[1];
-    if (a == nullptr || b == nullptr) [[unlikely]] return poll_sink(detail::TickSink(handler), nullptr, limit);
+    const bool look = look_due();
+    if (a == nullptr || b == nullptr || look) [[unlikely]] {
+      return poll_sink(detail::TickSink(handler), nullptr, limit, look);
+    }
     // The arbiter counts what it delivers: a count kept here would be reachable from the
-    // out-of-line calls below, and so be kept in memory on every poll.
+    // out-of-line call below, and so be kept in memory on every poll.
     const std::uint64_t before = hot_.arb.delivered();
     const std::size_t got_a = a->poll([&](const Tick& t) { (void)hot_.arb.offer(0, t, handler); }, limit);
     const std::size_t got_b = b->poll([&](const Tick& t) { (void)hot_.arb.offer(1, t, handler); }, limit);
-    if ((++hot_.polls & 63u) == 0) [[unlikely]] look_at_lines(got_a == 0, got_b == 0, detail::TickSink(handler));
     if (hot_.arb.holding()) [[unlikely]] watch_hole(detail::TickSink(handler));
     note_copies(got_a + got_b);
     return static_cast<std::size_t>(hot_.arb.delivered() - before);
@@ -139,7 +142,7 @@ class TICKRAIL_API FailoverSubscriber {
     requires std::invocable<Lead&, int, std::uint64_t>
   std::size_t poll(Handler&& handler, Lead&& lead, std::size_t limit = 256) noexcept {
     const detail::LeadSink sink(lead);
-    return poll_sink(detail::TickSink(handler), &sink, limit);
+    return poll_sink(detail::TickSink(handler), &sink, limit, look_due());
   }
 
   // Also brings the process's live counters (tickrail-stat) up to date.
@@ -149,6 +152,9 @@ class TICKRAIL_API FailoverSubscriber {
   [[nodiscard]] std::uint64_t next_sequence() const noexcept;
 
  private:
+  // Every 64th poll looks at each line's state (a clock read): a line that had ended before that
+  // poll, and brought nothing in it, is drained and down.
+  bool look_due() noexcept { return (++hot_.polls & 63u) == 0; }
   // The arbiter's counts go to the live counters off the critical path: on the first empty poll
   // after copies came, and once in 64 polls while they keep coming.
   void note_copies(std::size_t copies) noexcept {
@@ -160,8 +166,8 @@ class TICKRAIL_API FailoverSubscriber {
       store_flow();
     }
   }
-  std::size_t poll_sink(detail::TickSink sink, const detail::LeadSink* lead, std::size_t limit) noexcept;
-  void look_at_lines(bool a_empty, bool b_empty, detail::TickSink deliver) noexcept;  // gone down?
+  std::size_t poll_sink(detail::TickSink sink, const detail::LeadSink* lead, std::size_t limit,
+                        bool look) noexcept;
   void watch_hole(detail::TickSink deliver) noexcept;  // waited hole_timeout?
   void store_flow() const noexcept;                    // the live counters
 

@@ -39,8 +39,8 @@ class LineArbiter {
   struct LineCounts {
     std::uint64_t first = 0;       // ticks delivered from this line (it brought them first)
     std::uint64_t duplicates = 0;  // ticks discarded: sequence delivered, held, given up or 0
-    // The highest sequence it brought beyond next() (0: none). What it brought below next() is
-    // not noted: it decides nothing (decided() and leaps() look only beyond next()).
+    // The highest sequence it brought (0: none), but for what offer() took while calm: at or
+    // below next(), which decides nothing (decided() and leaps() look only beyond next()).
     std::uint64_t last = 0;
     std::uint64_t refuted = 0;     // leaps its next tick did not follow: discarded
     bool down = false;
@@ -64,9 +64,9 @@ class LineArbiter {
     LineCounts& l = lines_[line & 1];
     const std::uint64_t s = t.seq;
     // The common cases, while calm: the next tick, or a copy of one delivered (s in 1..next()).
-    // What take() would do then, without its look at the window or settle(), which finds
-    // nothing to do: every line's last is below next() (what a line brought beyond it would be
-    // held).
+    // What take() would do then, without its look at the window, without noting last, and
+    // without settle(), which finds nothing to do: every line's last is below next() (what a
+    // line brought beyond it would be held).
     if (calm_ && s - 1 < next_) [[likely]] {
       if (s != next_) {
         ++l.duplicates;
@@ -130,7 +130,7 @@ class LineArbiter {
     std::uint8_t line = 0;
   };
 
-  // offer() but for its common cases. `t` is a copy: a reference would keep the caller's tick in
+  // offer() other than its common cases. `t` is a copy: a reference would keep the caller's tick in
   // memory on the common path too.
   template <class Deliver>
   [[gnu::noinline]] bool offer_rest(int line, Tick t, Deliver& deliver) noexcept {

@@ -64,8 +64,6 @@ struct FailoverSubscriber::Impl {
   template <class Deliver>
   void went_down(int i, Deliver& deliver) noexcept;
   template <class Deliver>
-  void look_at_lines(bool a_empty, bool b_empty, Deliver& deliver) noexcept;
-  template <class Deliver>
   void watch_hole(Deliver& deliver) noexcept;
   void time_copy(int i, std::uint64_t seq, bool first, std::uint64_t now, const detail::LeadSink& lead) noexcept;
   void register_stats();
@@ -232,17 +230,6 @@ void FailoverSubscriber::Impl::time_copy(int i, std::uint64_t seq, bool first, s
   }
 }
 
-// A line that is up, found empty (drained: what it brought before its end has been read), and
-// ended, is down. Its state costs a clock read: looked at on every 64th poll.
-template <class Deliver>
-void FailoverSubscriber::Impl::look_at_lines(bool a_empty, bool b_empty, Deliver& deliver) noexcept {
-  const bool empty[2] = {a_empty, b_empty};
-  for (int i = 0; i < 2; ++i) {
-    const Line& l = lines[i];
-    if (empty[i] && l.up && l.sub != nullptr && ended(l.sub->state())) went_down(i, deliver);
-  }
-}
-
 // A hole that waited hole_timeout for the line behind is given up.
 template <class Deliver>
 void FailoverSubscriber::Impl::watch_hole(Deliver& deliver) noexcept {
@@ -295,8 +282,8 @@ FailoverSubscriber::FailoverSubscriber(const FailoverConfig& config, const std::
 
 FailoverSubscriber::~FailoverSubscriber() = default;
 
-std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::LeadSink* lead,
-                                          std::size_t limit) noexcept {
+std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::LeadSink* lead, std::size_t limit,
+                                          bool look) noexcept {
   Impl& m = *impl_;
   std::size_t n = 0;
   std::size_t got[2] = {0, 0};
@@ -318,9 +305,11 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::L
       const bool first = m.arb.offer(i, t, deliver);
       m.time_copy(i, t.seq, first, now, *lead);
     };
+    // Its state before the poll: ended then, and nothing in the poll, it is drained.
+    const bool ended_before = look && l.up && ended(l.sub->state());
     got[i] = l.sub->poll(offer, limit);
+    if (ended_before && got[i] == 0) m.went_down(i, deliver);
   }
-  if ((++hot_.polls & 63u) == 0) m.look_at_lines(got[0] == 0, got[1] == 0, deliver);
   m.watch_hole(deliver);
   // A UD line passes, unread, the holes the other line filled (or that were given up), and
   // reads no further than what the other line brought.
@@ -332,10 +321,6 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::L
   }
   note_copies(got[0] + got[1]);
   return n;
-}
-
-void FailoverSubscriber::look_at_lines(bool a_empty, bool b_empty, detail::TickSink deliver) noexcept {
-  impl_->look_at_lines(a_empty, b_empty, deliver);
 }
 
 void FailoverSubscriber::watch_hole(detail::TickSink deliver) noexcept { impl_->watch_hole(deliver); }
