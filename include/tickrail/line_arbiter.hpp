@@ -78,7 +78,8 @@ class LineArbiter {
       deliver(t);
       return true;
     }
-    return offer_rest(line, t, deliver);
+    const Tick copy = t;  // see offer_rest()
+    return offer_rest(line, copy, deliver);
   }
 
   // Gives up the hole at next(), if ticks wait beyond it: they are delivered up to the next hole.
@@ -130,10 +131,10 @@ class LineArbiter {
     std::uint8_t line = 0;
   };
 
-  // offer() other than its common cases. `t` is a copy: a reference would keep the caller's tick in
-  // memory on the common path too.
+  // offer() other than its common cases. Given a copy of the tick: a reference to the caller's
+  // would keep that one in memory on the common path too.
   template <class Deliver>
-  [[gnu::noinline]] bool offer_rest(int line, Tick t, Deliver& deliver) noexcept {
+  [[gnu::noinline]] bool offer_rest(int line, const Tick& t, Deliver& deliver) noexcept {
     LineCounts& l = lines_[line & 1];
     const std::uint64_t s = t.seq;
     if (s == 0) {  // no tick has sequence 0
