@@ -3,7 +3,7 @@
 # one thread (ipt_loop): exact and repeatable, so two commits compare without a quiet host.
 # Prints the total per tick and the functions that cost most per tick, inclusive of what they
 # call. Run from the source tree after building:
-#   apps/bench/instructions.sh [BUILD_DIR] [ipt_loop options, e.g. --stamp off, or --mix 1000 --state on]
+#   apps/bench/instructions.sh [BUILD_DIR] [ipt_loop options, e.g. --stamp off, --mix 1000 --state on, --lines 2]
 # Environment: TICKS (20000).
 set -u
 case "${1:-}" in

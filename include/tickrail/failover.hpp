@@ -46,7 +46,7 @@ class TICKRAIL_API LeadSink {
 // What FailoverSubscriber::poll() reads and writes on every call, here so that it runs inline
 // with the app's handler, as Subscriber::poll does: the least code arbitrating two rings costs
 // nothing over one line inline, and 8-18% of a 70-100 ns one way from a function of its own
-// calling the handler by pointer (BENCHMARKS.md, issue 15). Its layout is the library's ABI, as
+// calling the handler by pointer (BENCHMARKS.md, issue 15). So do the arbiter's common cases. Its layout is the library's ABI, as
 // every inline poll's is.
 struct FailoverHot {
   explicit FailoverHot(std::size_t window) : arb(window) {}
@@ -54,7 +54,7 @@ struct FailoverHot {
   // A line's Subscriber while poll() may read it inline: up, and not a UD line (those are told
   // what the other line delivered, out of line). Either null: the out-of-line way.
   Subscriber* direct[2] = {nullptr, nullptr};
-  std::uint32_t polls = 0;           // look_due()
+  std::uint32_t empties = 0;         // polls that found a line empty: every 64th looks at it
   bool stats_on = false;             // the live counters are kept
   mutable bool stats_stale = false;  // copies came since the live counters were last stored
   std::uint32_t stats_busy = 0;      // polls that brought copies, for one store in 64 while busy
@@ -115,23 +115,21 @@ class TICKRAIL_API FailoverSubscriber {
 
   // Delivers to `handler(const Tick&)` what polling each line (up to `limit` ticks from each)
   // brings first; returns how many ticks it delivered. Inline while both lines are up and
-  // neither is UD; every 64th poll goes out of line, and looks at the lines' states. The handler
-  // must not poll this FailoverSubscriber.
+  // neither is UD. Every 64th poll that found a line empty looks at its state, out of line. The
+  // handler must not poll this FailoverSubscriber.
   template <class Handler>
   std::size_t poll(Handler&& handler, std::size_t limit = 256) noexcept {
     static_assert(std::is_invocable_v<Handler&, const Tick&>, "handler(const Tick&)");
     Subscriber* const a = hot_.direct[0];
     Subscriber* const b = hot_.direct[1];
-    const bool look = look_due();
-    if (a == nullptr || b == nullptr || look) [[unlikely]] {
-      return poll_sink(detail::TickSink(handler), nullptr, limit, look);
-    }
+    if (a == nullptr || b == nullptr) [[unlikely]] return poll_sink(detail::TickSink(handler), nullptr, limit);
     // The arbiter counts what it delivers: a count kept here would be reachable from the
-    // out-of-line call below, and so be kept in memory on every poll.
+    // out-of-line calls (offer_rest, watch_hole), and so be kept in memory on every poll.
     const std::uint64_t before = hot_.arb.delivered();
     const std::size_t got_a = a->poll([&](const Tick& t) { (void)hot_.arb.offer(0, t, handler); }, limit);
     const std::size_t got_b = b->poll([&](const Tick& t) { (void)hot_.arb.offer(1, t, handler); }, limit);
     if (hot_.arb.holding()) [[unlikely]] watch_hole(detail::TickSink(handler));
+    if (look_due(got_a, got_b)) [[unlikely]] look_at_lines(got_a == 0, got_b == 0, limit, detail::TickSink(handler));
     note_copies(got_a + got_b);
     return static_cast<std::size_t>(hot_.arb.delivered() - before);
   }
@@ -142,7 +140,7 @@ class TICKRAIL_API FailoverSubscriber {
     requires std::invocable<Lead&, int, std::uint64_t>
   std::size_t poll(Handler&& handler, Lead&& lead, std::size_t limit = 256) noexcept {
     const detail::LeadSink sink(lead);
-    return poll_sink(detail::TickSink(handler), &sink, limit, look_due());
+    return poll_sink(detail::TickSink(handler), &sink, limit);
   }
 
   // Also brings the process's live counters (tickrail-stat) up to date.
@@ -152,9 +150,9 @@ class TICKRAIL_API FailoverSubscriber {
   [[nodiscard]] std::uint64_t next_sequence() const noexcept;
 
  private:
-  // Every 64th poll looks at each line's state (a clock read): a line that had ended before that
-  // poll, and brought nothing in it, is drained and down.
-  bool look_due() noexcept { return (++hot_.polls & 63u) == 0; }
+  bool look_due(std::size_t got_a, std::size_t got_b) noexcept {
+    return (got_a == 0 || got_b == 0) && (++hot_.empties & 63u) == 0;
+  }
   // The arbiter's counts go to the live counters off the critical path: on the first empty poll
   // after copies came, and once in 64 polls while they keep coming.
   void note_copies(std::size_t copies) noexcept {
@@ -166,8 +164,8 @@ class TICKRAIL_API FailoverSubscriber {
       store_flow();
     }
   }
-  std::size_t poll_sink(detail::TickSink sink, const detail::LeadSink* lead, std::size_t limit,
-                        bool look) noexcept;
+  std::size_t poll_sink(detail::TickSink sink, const detail::LeadSink* lead, std::size_t limit) noexcept;
+  void look_at_lines(bool a_empty, bool b_empty, std::size_t limit, detail::TickSink deliver) noexcept;  // ended?
   void watch_hole(detail::TickSink deliver) noexcept;  // waited hole_timeout?
   void store_flow() const noexcept;                    // the live counters
 

@@ -64,6 +64,8 @@ struct FailoverSubscriber::Impl {
   template <class Deliver>
   void went_down(int i, Deliver& deliver) noexcept;
   template <class Deliver>
+  void look_at_lines(const bool empty[2], std::size_t limit, Deliver& deliver) noexcept;
+  template <class Deliver>
   void watch_hole(Deliver& deliver) noexcept;
   void time_copy(int i, std::uint64_t seq, bool first, std::uint64_t now, const detail::LeadSink& lead) noexcept;
   void register_stats();
@@ -230,6 +232,18 @@ void FailoverSubscriber::Impl::time_copy(int i, std::uint64_t seq, bool first, s
   }
 }
 
+// A line that is up, was found empty, and has ended (its state: a clock read) is down once it
+// brings nothing more: its state was read after its poll, and the end may have come since, with
+// the line's last ticks, so it is polled once more first.
+template <class Deliver>
+void FailoverSubscriber::Impl::look_at_lines(const bool empty[2], std::size_t limit, Deliver& deliver) noexcept {
+  for (int i = 0; i < 2; ++i) {
+    const Line& l = lines[i];
+    if (!empty[i] || !l.up || l.sub == nullptr || limit == 0 || !ended(l.sub->state())) continue;
+    if (l.sub->poll([&](const Tick& t) { (void)arb.offer(i, t, deliver); }, limit) == 0) went_down(i, deliver);
+  }
+}
+
 // A hole that waited hole_timeout for the line behind is given up.
 template <class Deliver>
 void FailoverSubscriber::Impl::watch_hole(Deliver& deliver) noexcept {
@@ -282,8 +296,8 @@ FailoverSubscriber::FailoverSubscriber(const FailoverConfig& config, const std::
 
 FailoverSubscriber::~FailoverSubscriber() = default;
 
-std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::LeadSink* lead, std::size_t limit,
-                                          bool look) noexcept {
+std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::LeadSink* lead,
+                                          std::size_t limit) noexcept {
   Impl& m = *impl_;
   std::size_t n = 0;
   std::size_t got[2] = {0, 0};
@@ -305,10 +319,11 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::L
       const bool first = m.arb.offer(i, t, deliver);
       m.time_copy(i, t.seq, first, now, *lead);
     };
-    // Its state before the poll: ended then, and nothing in the poll, it is drained.
-    const bool ended_before = look && l.up && ended(l.sub->state());
     got[i] = l.sub->poll(offer, limit);
-    if (ended_before && got[i] == 0) m.went_down(i, deliver);
+  }
+  if (look_due(got[0], got[1])) {
+    const bool empty[2] = {got[0] == 0, got[1] == 0};
+    m.look_at_lines(empty, limit, deliver);
   }
   m.watch_hole(deliver);
   // A UD line passes, unread, the holes the other line filled (or that were given up), and
@@ -321,6 +336,12 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::L
   }
   note_copies(got[0] + got[1]);
   return n;
+}
+
+void FailoverSubscriber::look_at_lines(bool a_empty, bool b_empty, std::size_t limit,
+                                       detail::TickSink deliver) noexcept {
+  const bool empty[2] = {a_empty, b_empty};
+  impl_->look_at_lines(empty, limit, deliver);
 }
 
 void FailoverSubscriber::watch_hole(detail::TickSink deliver) noexcept { impl_->watch_hole(deliver); }
