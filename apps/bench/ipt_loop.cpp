@@ -80,7 +80,13 @@ int main(int argc, char** argv) {
   app.add_option("--lines", lines, "1, or 2: each tick on two channels, read by a FailoverSubscriber")
       ->check(CLI::Range(1, 2));
   app.set_version_flag("--version", "ipt_loop (tickrail)");
-  CLI11_PARSE(app, argc, argv);
+  app.footer("Exit status: 0 ok; 1 the run failed (shared memory, a subscriber never attached); 2 bad command line.");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
   try {
     PublisherConfig pc;
     pc.channel = "ipt-" + std::to_string(::getpid());

@@ -46,8 +46,8 @@ class TICKRAIL_API LeadSink {
 // What FailoverSubscriber::poll() reads and writes on every call, here so that it runs inline
 // with the app's handler, as Subscriber::poll does: the least code arbitrating two rings costs
 // nothing over one line inline, and 8-18% of a 70-100 ns one way from a function of its own
-// calling the handler by pointer (BENCHMARKS.md, issue 15). So do the arbiter's common cases. Its layout is the library's ABI, as
-// every inline poll's is.
+// calling the handler by pointer (BENCHMARKS.md, issue 15); the arbiter's common cases run inline
+// too. Its layout is the library's ABI, as every inline poll's is.
 struct FailoverHot {
   explicit FailoverHot(std::size_t window) : arb(window) {}
   LineArbiter arb;
@@ -115,8 +115,9 @@ class TICKRAIL_API FailoverSubscriber {
 
   // Delivers to `handler(const Tick&)` what polling each line (up to `limit` ticks from each)
   // brings first; returns how many ticks it delivered. Inline while both lines are up and
-  // neither is UD. Every 64th poll that found a line empty looks at its state, out of line. The
-  // handler must not poll this FailoverSubscriber.
+  // neither is UD. Every 64th poll that found a line empty looks at its state, out of line
+  // (look_at_lines). A poll with `limit` 0 reads nothing and looks at nothing. The handler must
+  // not poll this FailoverSubscriber.
   template <class Handler>
   std::size_t poll(Handler&& handler, std::size_t limit = 256) noexcept {
     static_assert(std::is_invocable_v<Handler&, const Tick&>, "handler(const Tick&)");
@@ -124,7 +125,8 @@ class TICKRAIL_API FailoverSubscriber {
     Subscriber* const b = hot_.direct[1];
     if (a == nullptr || b == nullptr) [[unlikely]] return poll_sink(detail::TickSink(handler), nullptr, limit);
     // The arbiter counts what it delivers: a count kept here would be reachable from the
-    // out-of-line calls (offer_rest, watch_hole), and so be kept in memory on every poll.
+    // out-of-line calls (offer_rest, watch_hole, look_at_lines), and so be kept in memory on
+    // every poll.
     const std::uint64_t before = hot_.arb.delivered();
     const std::size_t got_a = a->poll([&](const Tick& t) { (void)hot_.arb.offer(0, t, handler); }, limit);
     const std::size_t got_b = b->poll([&](const Tick& t) { (void)hot_.arb.offer(1, t, handler); }, limit);

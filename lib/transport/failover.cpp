@@ -232,14 +232,14 @@ void FailoverSubscriber::Impl::time_copy(int i, std::uint64_t seq, bool first, s
   }
 }
 
-// A line that is up, was found empty, and has ended (its state: a clock read) is down once it
-// brings nothing more: its state was read after its poll, and the end may have come since, with
-// the line's last ticks, so it is polled once more first.
+// A line that is up, was found empty, and has ended (its state: a clock read) is polled once
+// more: the end may have come, with the line's last ticks, after its poll. Bringing nothing
+// then, it is down; otherwise the next look decides.
 template <class Deliver>
 void FailoverSubscriber::Impl::look_at_lines(const bool empty[2], std::size_t limit, Deliver& deliver) noexcept {
   for (int i = 0; i < 2; ++i) {
     const Line& l = lines[i];
-    if (!empty[i] || !l.up || l.sub == nullptr || limit == 0 || !ended(l.sub->state())) continue;
+    if (!empty[i] || !l.up || limit == 0 || !ended(l.sub->state())) continue;
     if (l.sub->poll([&](const Tick& t) { (void)arb.offer(i, t, deliver); }, limit) == 0) went_down(i, deliver);
   }
 }
