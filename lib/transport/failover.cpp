@@ -64,7 +64,7 @@ struct FailoverSubscriber::Impl {
   template <class Deliver>
   void went_down(int i, Deliver& deliver) noexcept;
   template <class Deliver>
-  void look_at_lines(const bool empty[2], std::size_t limit, Deliver& deliver) noexcept;
+  void look_at_lines(bool a_empty, bool b_empty, std::size_t limit, Deliver& deliver) noexcept;
   template <class Deliver>
   void watch_hole(Deliver& deliver) noexcept;
   void time_copy(int i, std::uint64_t seq, bool first, std::uint64_t now, const detail::LeadSink& lead) noexcept;
@@ -236,7 +236,8 @@ void FailoverSubscriber::Impl::time_copy(int i, std::uint64_t seq, bool first, s
 // more: the end may have come, with the line's last ticks, after its poll. Bringing nothing
 // then, it is down; otherwise the next look decides.
 template <class Deliver>
-void FailoverSubscriber::Impl::look_at_lines(const bool empty[2], std::size_t limit, Deliver& deliver) noexcept {
+void FailoverSubscriber::Impl::look_at_lines(bool a_empty, bool b_empty, std::size_t limit, Deliver& deliver) noexcept {
+  const bool empty[2] = {a_empty, b_empty};
   for (int i = 0; i < 2; ++i) {
     const Line& l = lines[i];
     if (!empty[i] || !l.up || limit == 0 || !ended(l.sub->state())) continue;
@@ -321,10 +322,7 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::L
     };
     got[i] = l.sub->poll(offer, limit);
   }
-  if (look_due(got[0], got[1])) {
-    const bool empty[2] = {got[0] == 0, got[1] == 0};
-    m.look_at_lines(empty, limit, deliver);
-  }
+  if (look_due(got[0], got[1])) m.look_at_lines(got[0] == 0, got[1] == 0, limit, deliver);
   m.watch_hole(deliver);
   // A UD line passes, unread, the holes the other line filled (or that were given up), and
   // reads no further than what the other line brought.
@@ -340,8 +338,7 @@ std::size_t FailoverSubscriber::poll_sink(detail::TickSink sink, const detail::L
 
 void FailoverSubscriber::look_at_lines(bool a_empty, bool b_empty, std::size_t limit,
                                        detail::TickSink deliver) noexcept {
-  const bool empty[2] = {a_empty, b_empty};
-  impl_->look_at_lines(empty, limit, deliver);
+  impl_->look_at_lines(a_empty, b_empty, limit, deliver);
 }
 
 void FailoverSubscriber::watch_hole(detail::TickSink deliver) noexcept { impl_->watch_hole(deliver); }
