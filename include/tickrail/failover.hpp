@@ -54,7 +54,7 @@ struct FailoverHot {
   // A line's Subscriber while poll() may read it inline: up, and not a UD line (those are told
   // what the other line delivered, out of line). Either null: the out-of-line way.
   Subscriber* direct[2] = {nullptr, nullptr};
-  std::uint32_t empties = 0;         // polls that found a line empty: every 64th looks at it
+  std::uint32_t empties = 0;         // polls that found a line empty: every 64th may look at it
   bool stats_on = false;             // the live counters are kept
   mutable bool stats_stale = false;  // copies came since the live counters were last stored
   std::uint32_t stats_busy = 0;      // polls that brought copies, for one store in 64 while busy
@@ -115,9 +115,10 @@ class TICKRAIL_API FailoverSubscriber {
 
   // Delivers to `handler(const Tick&)` what polling each line (up to `limit` ticks from each)
   // brings first; returns how many ticks it delivered. Inline while both lines are up and
-  // neither is UD. Every 64th poll that found a line empty looks at its state, out of line
-  // (look_at_lines). A poll with `limit` 0 reads nothing and looks at nothing. The handler must
-  // not poll this FailoverSubscriber.
+  // neither is UD. Every 64th poll that found a line empty calls out of line (look_at_lines),
+  // which reads the states of the lines found empty, at most once per quarter of hole_timeout
+  // (and per 100 us). A poll with `limit` 0 reads nothing and looks at nothing. The handler must not poll this
+  // FailoverSubscriber.
   template <class Handler>
   std::size_t poll(Handler&& handler, std::size_t limit = 256) noexcept {
     static_assert(std::is_invocable_v<Handler&, const Tick&>, "handler(const Tick&)");

@@ -1,5 +1,6 @@
 #include "tickrail/failover.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <thread>
@@ -82,6 +83,10 @@ struct FailoverSubscriber::Impl {
   detail::LineArbiter& arb;  // hot.arb
   std::array<Line, 2> lines;
   std::uint64_t hole_cycles = 0;
+  // How often, at most, the lines' states are read: a quarter of hole_timeout, and at most
+  // 100 us, which is all this adds to the time a line's end takes to be noticed.
+  std::uint64_t look_cycles = 0;
+  std::uint64_t last_look = 0;  // Clock cycles
   // Clock cycles; 0: no hole being waited on. poll() looks only while a tick is held, so once a
   // hole closes this may stay: it counts only while hole_at is still next() (next() has moved).
   std::uint64_t hole_since = 0;
@@ -234,13 +239,20 @@ void FailoverSubscriber::Impl::time_copy(int i, std::uint64_t seq, bool first, s
 
 // A line that is up, was found empty, and has ended (its state: a clock read) is polled once
 // more: the end may have come, with the line's last ticks, after its poll. Bringing nothing
-// then, it is down; otherwise the next look decides.
+// then, it is down; otherwise the next look decides. Looks are at least look_cycles apart: two
+// lines' states cost about 100 ns, and a spinning loop finds a line empty every few tens of ns,
+// so looking on every 64th such poll held the ticks that came meanwhile back by enough to move
+// the p50 (BENCHMARKS.md, issue 15).
 template <class Deliver>
 void FailoverSubscriber::Impl::look_at_lines(bool a_empty, bool b_empty, std::size_t limit, Deliver& deliver) noexcept {
-  const bool empty[2] = {a_empty, b_empty};
+  const bool look[2] = {a_empty && lines[0].up, b_empty && lines[1].up};
+  if (limit == 0 || (!look[0] && !look[1])) return;
+  const std::uint64_t now = Clock::now();
+  if (now - last_look < look_cycles) return;
+  last_look = now;
   for (int i = 0; i < 2; ++i) {
     const Line& l = lines[i];
-    if (!empty[i] || !l.up || limit == 0 || !ended(l.sub->state())) continue;
+    if (!look[i] || !ended(l.sub->state())) continue;
     if (l.sub->poll([&](const Tick& t) { (void)arb.offer(i, t, deliver); }, limit) == 0) went_down(i, deliver);
   }
 }
@@ -278,6 +290,7 @@ FailoverSubscriber::FailoverSubscriber(const FailoverConfig& config, const std::
   impl_ = std::make_unique<Impl>(config, hot_);
   impl_->hole_cycles = static_cast<std::uint64_t>(
       Clock::instance().ns_to_cycles(static_cast<double>(config.hole_timeout.count()) * 1e3));
+  impl_->look_cycles = std::min(impl_->hole_cycles / 4, static_cast<std::uint64_t>(Clock::instance().ns_to_cycles(100e3)));
   if (config.measure_lead) impl_->stamps.resize(config.window);
   impl_->register_stats();
   impl_->attach_all(between_attempts);
