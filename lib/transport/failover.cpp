@@ -83,8 +83,8 @@ struct FailoverSubscriber::Impl {
   detail::LineArbiter& arb;  // hot.arb
   std::array<Line, 2> lines;
   std::uint64_t hole_cycles = 0;
-  // How often, at most, the lines' states are read: a quarter of hole_timeout, and at most
-  // 100 us, which is all this adds to the time a line's end takes to be noticed.
+  // How often, at most, the lines' states are read: every quarter of hole_timeout or every
+  // 100 us, whichever is shorter; a line's end may be noticed that much later.
   std::uint64_t look_cycles = 0;
   std::uint64_t last_look = 0;  // Clock cycles
   // Clock cycles; 0: no hole being waited on. poll() looks only while a tick is held, so once a
@@ -239,10 +239,10 @@ void FailoverSubscriber::Impl::time_copy(int i, std::uint64_t seq, bool first, s
 
 // A line that is up, was found empty, and has ended (its state: a clock read) is polled once
 // more: the end may have come, with the line's last ticks, after its poll. Bringing nothing
-// then, it is down; otherwise the next look decides. Looks are at least look_cycles apart: two
-// lines' states cost about 100 ns, and a spinning loop finds a line empty every few tens of ns,
-// so looking on every 64th such poll held the ticks that came meanwhile back by enough to move
-// the p50 (BENCHMARKS.md, issue 15).
+// then, it is down; otherwise the next look decides. Looks are at least look_cycles apart: a
+// line's state is a call through a pointer and a clock read, and a spinning loop finds a line
+// empty every few tens of ns, so looking on every 64th such poll held the ticks that came
+// meanwhile back by enough to move the p50 (BENCHMARKS.md, issue 15).
 template <class Deliver>
 void FailoverSubscriber::Impl::look_at_lines(bool a_empty, bool b_empty, std::size_t limit, Deliver& deliver) noexcept {
   const bool look[2] = {a_empty && lines[0].up, b_empty && lines[1].up};
