@@ -19,6 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli.hpp"
 #include "tickrail/error.hpp"
 #include "tickrail/failover.hpp"
 #include "tickrail/publisher.hpp"
@@ -81,12 +82,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 2));
   app.set_version_flag("--version", "ipt_loop (tickrail)");
   app.footer("Exit status: 0 ok; 1 the run failed (shared memory, a subscriber never attached); 2 bad command line.");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
+  if (const auto status = cli::parse_app(app, "ipt_loop", argc, argv)) return *status;
   try {
     PublisherConfig pc;
     pc.channel = "ipt-" + std::to_string(::getpid());

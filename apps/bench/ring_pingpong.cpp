@@ -32,6 +32,7 @@
 #include "rounds.hpp"
 #include "state_bench.hpp"
 #include "tickrail/affinity.hpp"
+#include "cli.hpp"
 #include "tickrail/error.hpp"
 #include "tickrail/log.hpp"
 #include "tickrail/publisher.hpp"
@@ -235,12 +236,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.set_version_flag("--version", "ring_pingpong (tickrail)");
   app.footer("Exit status: 0 ok; 1 the run failed (pinning, shared memory); 2 bad command line.");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
+  if (const auto status = cli::parse_app(app, "ring_pingpong", argc, argv)) return *status;
   if (o.sender_cpu == o.receiver_cpu) {
     std::fprintf(stderr, "ring_pingpong: --sender-cpu and --receiver-cpu are both %d; two cores are needed\n",
                  o.sender_cpu);

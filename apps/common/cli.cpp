@@ -233,18 +233,20 @@ CLI::Option* Cli::output(const std::string& names, const std::string& help, std:
   return option(names, help, [&target](const std::string& v) { target = v; })->type_name("FILE");
 }
 
-std::optional<int> Cli::parse(int argc, char** argv) {
+std::optional<int> parse_app(CLI::App& app, const std::string& name, int argc, char** argv) {
   try {
-    app_.parse(argc, argv);
+    app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version
-    app_.exit(e);
+    app.exit(e);
     return kExitOk;
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "%s: error: %s\nRun with --help for the options.\n", name_.c_str(), e.what());
+    std::fprintf(stderr, "%s: error: %s\nRun with --help for the options.\n", name.c_str(), e.what());
     return kExitUsage;
   }
   return std::nullopt;
 }
+
+std::optional<int> Cli::parse(int argc, char** argv) { return parse_app(app_, name_, argc, argv); }
 
 void Cli::resolve(const std::function<void(const std::string& path)>& read_file) const {
   for (const std::string& path : configs_) {

@@ -162,6 +162,9 @@ void add_range_options(Cli& cli, record::Range& r);
 // directory") stays, once: a message that already ends with it (recording.cpp) keeps one copy.
 [[nodiscard]] std::string message_of(const Error& e);
 
+// Parses a plain CLI::App's command line (tools without config files): as Cli::parse.
+[[nodiscard]] std::optional<int> parse_app(CLI::App& app, const std::string& name, int argc, char** argv);
+
 // The exit-status table printed at the end of every --help.
 [[nodiscard]] std::string exit_status_help();
 
