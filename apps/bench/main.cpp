@@ -6,7 +6,8 @@
 // round, not only as absolute figures.
 //
 //   floor          a cache-line ping-pong between the two threads: half the round trip
-//   floor one way  one line carrying a TSC stamp, written every gap, read by a spinning receiver
+//   floor one way  a TSC stamp and its number in a ring of lines, written every gap, read by a
+//                  spinning receiver
 //   spsc           boost::lockfree::spsc_queue<Tick>: one-way, receive TSC minus the send stamp
 //   tickrail       Publisher -> Subscriber over shm: one-way, receive TSC minus Tick::send_ts
 //   pingpong       tickrail both ways: a tick out on one channel, back on another, RTT/2 as the
@@ -139,33 +140,37 @@ double floor_run(const Options& o, Layout layout, std::uint64_t samples, Line* l
   return recorded(half, h);
 }
 
-// The one-way floor: the sender stores its TSC in a line every gap, the receiver spins on the
-// line and takes now minus the stamp it finds. What one line costs one way at the latency
-// rounds' pace, and between the two cores' clocks, as tickrail's one-way figure is taken.
-// The stamp and its number share the line, as a seqlock: the number is odd while the stamp is
-// being written, 2 i once stamp i is there. A receiver that missed stamps (away longer than a
-// gap) counts them and times the last one only.
-struct alignas(2 * kCacheLine) StampLine {
-  std::atomic<std::uint64_t> n{0};
+// The one-way floor: the least a ring of lines can do one way, at the latency rounds' pace and
+// between the two cores' clocks, as tickrail's one-way figure is taken. Stamp i and then its
+// number go into line i of a ring as large as a channel's (kFloorRing lines), the stamp taken
+// before the line's first store, as publish() takes it; the receiver spins on the line of the
+// number it expects and takes now minus the stamp. A receiver lapped (away for a whole ring)
+// counts the stamps it missed and times the one it found. (Until session 27 this was one line
+// rewritten in place as a seqlock, stamped after its first store: that store set the line's
+// transfer going before the stamp was read, and a reader could find the line odd and wait a
+// pause; BENCHMARKS.md, issue 17.)
+struct alignas(kCacheLine) StampSlot {
   std::atomic<std::uint64_t> stamp{0};
+  std::atomic<std::uint64_t> n{0};
 };
-double floor_one_way_run(const Options& o, Layout layout, std::uint64_t samples, StampLine* line, Histogram& h) {
+constexpr std::uint64_t kFloorRing = 4096;
+double floor_one_way_run(const Options& o, Layout layout, std::uint64_t samples, StampSlot* ring, Histogram& h) {
   auto send = [&](std::uint64_t i) {
-    line->n.store(2 * i - 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-    line->stamp.store(Clock::now(), std::memory_order_relaxed);
-    line->n.store(2 * i, std::memory_order_release);
+    StampSlot& s = ring[i & (kFloorRing - 1)];
+    s.stamp.store(Clock::now(), std::memory_order_relaxed);
+    s.n.store(i, std::memory_order_release);
   };
-  std::uint64_t last = 0;
+  std::uint64_t next = 1;
   auto poll = [&](auto& handler) -> std::size_t {
-    const std::uint64_t n = line->n.load(std::memory_order_acquire);
-    if (n == last || (n & 1) != 0) return 0;
+    StampSlot& s = ring[next & (kFloorRing - 1)];
+    const std::uint64_t n = s.n.load(std::memory_order_acquire);
+    if (n < next) return 0;
     Tick t{};
-    t.send_ts = line->stamp.load(std::memory_order_relaxed);
+    t.send_ts = s.stamp.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (line->n.load(std::memory_order_relaxed) != n) return 0;  // rewritten meanwhile: look again
-    const std::uint64_t consumed = (n - last) / 2;
-    last = n;
+    if (s.n.load(std::memory_order_relaxed) != n) return 0;  // rewritten meanwhile: look again
+    const std::uint64_t consumed = n - next + 1;
+    next = n + 1;
     handler(t);
     return consumed;
   };
@@ -517,8 +522,8 @@ Latencies latency_over_layouts(const Options& o, int r, Channels& ch, Results& r
       [&](Layout layout) { return tickrail_one_way(layout, ch.config, res.tickrail); },
       [&](Layout layout) { return tickrail_ping_pong(layout, ch.pingpong, res.pingpong); },
       [&](Layout layout) {
-        pages.push_back(std::make_unique<bench::FreshMemory>());
-        return floor_one_way_run(o, layout, samples, pages.back()->make<StampLine>(), res.floor_one_way);
+        pages.push_back(std::make_unique<bench::FreshMemory>(kFloorRing * sizeof(StampSlot)));
+        return floor_one_way_run(o, layout, samples, pages.back()->make<StampSlot>(kFloorRing), res.floor_one_way);
       }};
   if (o.stats == "both") {
     PublisherConfig off = ch.config, pp = ch.pingpong;
@@ -619,7 +624,7 @@ void print_summary(const Results& res, bool both, std::uint64_t slow_ns) {
   std::printf("\nper-round medians, ratio to the same round's floor p50 (median over rounds):\n"
               "  spsc_queue %.2fx, tickrail %.2fx, tickrail ping-pong RTT/2 %.2fx\n",
               median(res.r_spsc), median(res.r_tr), median(res.r_pp));
-  std::printf("  tickrail one way / the one-way floor (a line stamped and read at the same pace): %.2fx\n",
+  std::printf("  tickrail one way / the one-way floor (a ring of lines stamped and read at the same pace): %.2fx\n",
               median(res.r_tr_one_way));
   std::printf("throughput with a receiver spending %llu ns a tick: %.2f M ticks/s, none lost; "
               "a receiver a ring (%u ticks) behind drains at %.1f M ticks/s (medians over rounds)\n",
