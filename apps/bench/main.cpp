@@ -145,15 +145,18 @@ double floor_run(const Options& o, Layout layout, std::uint64_t samples, Line* l
 // number go into line i of a ring as large as a channel's (kFloorRing lines), the stamp taken
 // before the line's first store, as publish() takes it; the receiver spins on the line of the
 // number it expects and takes now minus the stamp. A receiver lapped (away for a whole ring)
-// counts the stamps it missed and times the one it found. (Until session 27 this was one line
-// rewritten in place as a seqlock, stamped after its first store: that store set the line's
-// transfer going before the stamp was read, and a reader could find the line odd and wait a
-// pause; BENCHMARKS.md, issue 17.)
+// counts the stamps it missed and times the one it found, which may then be the next lap's
+// stamp (nothing marks a line being rewritten): a run laps only when it is longer than a ring
+// (2,500 ticks a run by default) and its receiver falls a ring behind. (Until session 27 this
+// was one line rewritten in place as a seqlock, stamped after its first store: that store set
+// the line's transfer going before the stamp was read, and a reader could find the line odd and
+// wait a pause; BENCHMARKS.md, issue 17.)
 struct alignas(kCacheLine) StampSlot {
   std::atomic<std::uint64_t> stamp{0};
   std::atomic<std::uint64_t> n{0};
 };
-constexpr std::uint64_t kFloorRing = 4096;
+constexpr std::uint32_t kBenchRing = 4096;  // the latency channels' ring, and the one-way floor's
+constexpr std::uint64_t kFloorRing = kBenchRing;
 double floor_one_way_run(const Options& o, Layout layout, std::uint64_t samples, StampSlot* ring, Histogram& h) {
   auto send = [&](std::uint64_t i) {
     StampSlot& s = ring[i & (kFloorRing - 1)];
@@ -395,7 +398,7 @@ struct Channels {
   explicit Channels(const Options& o) {
     config.channel = "bench-" + std::to_string(::getpid());
     config.max_subscribers = 1;
-    config.ring_capacity = 4096;
+    config.ring_capacity = kBenchRing;
     config.stats = o.stats != "off";
     // Off both pinned cores when the host has another (else the library's default: off the sender's).
     config.housekeeping_cpus = cpus_besides({o.sender_cpu, o.receiver_cpu});

@@ -262,15 +262,12 @@ TEST_CASE("tickrail-bench rounds over layouts: each latency contender runs once 
   const nlohmann::json j = nlohmann::json::parse(slurp(json_path));
   CHECK(j["layouts"] == 3);
   CHECK(j["samples_per_run"] == 333);
-  for (const char* series :
-       {"floor_rtt_half", "spsc_queue", "tickrail_shm", "tickrail_pingpong_rtt_half", "tickrail_shm_no_stats"}) {
+  // The one-way floor too: runs of 333 ticks are shorter than its ring, so it times every stamp.
+  for (const char* series : {"floor_rtt_half", "spsc_queue", "tickrail_shm", "tickrail_pingpong_rtt_half",
+                             "tickrail_shm_no_stats", "floor_one_way"}) {
     INFO(series);
     CHECK(j["latency_ns"][series]["count"] == 1998);
   }
-  // The one-way floor times each stamp it reads; stamps a lapped receiver missed are counted, not timed.
-  const auto one_way_floor = j["latency_ns"]["floor_one_way"]["count"].get<std::uint64_t>();
-  CHECK(one_way_floor > 1000);
-  CHECK(one_way_floor <= 1998);
   // Each ratio's rounds: one per round.
   CHECK(j["p50_ratio_to_one_way_floor_median"]["tickrail_shm"].get<double>() > 0);
   CHECK(j["stats_on_off_pingpong_p50_ratio_median"].get<double>() > 0);
