@@ -142,7 +142,7 @@ double floor_run(const Options& o, Layout layout, std::uint64_t samples, Line* l
 
 // The one-way floor: the least a ring of lines can do one way, at the latency rounds' pace and
 // between the two cores' clocks, as tickrail's one-way figure is taken. Stamp i and then its
-// number go into line i of a ring as large as a channel's (kFloorRing lines), the stamp taken
+// number go into line i of a ring as large as the bench's channels' (kFloorRing lines), the stamp taken
 // before the line's first store, as publish() takes it; the receiver spins on the line of the
 // number it expects and takes now minus the stamp. A receiver lapped (away for a whole ring)
 // counts the stamps it missed and times the one it found, which may then be the next lap's
