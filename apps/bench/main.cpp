@@ -142,15 +142,15 @@ double floor_run(const Options& o, Layout layout, std::uint64_t samples, Line* l
 
 // The one-way floor: the least a ring of lines can do one way, at the latency rounds' pace and
 // between the two cores' clocks, as tickrail's one-way figure is taken. Stamp i and then its
-// number go into line i of a ring as large as the bench's channels' (kFloorRing lines), the stamp taken
-// before the line's first store, as publish() takes it; the receiver spins on the line of the
-// number it expects and takes now minus the stamp. A receiver lapped (away for a whole ring)
-// counts the stamps it missed and times the one it found, which may then be the next lap's
-// stamp (nothing marks a line being rewritten): a run laps only when it is longer than a ring
-// (2,500 ticks a run by default) and its receiver falls a ring behind. (Until session 27 this
-// was one line rewritten in place as a seqlock, stamped after its first store: that store set
-// the line's transfer going before the stamp was read, and a reader could find the line odd and
-// wait a pause; BENCHMARKS.md, issue 17.)
+// number go into line i of a ring as large as the bench's channels' (kFloorRing lines), the
+// stamp taken before the line's first store, as publish() takes it; the receiver spins on the
+// line of the number it expects and takes now minus the stamp. A receiver lapped (away for a
+// whole ring) counts the stamps it missed and times the one it found, which may then be the
+// next lap's stamp (nothing marks a line being rewritten): a run laps only when it is longer
+// than a ring (2,500 ticks a run by default) and its receiver falls a ring behind. (Until
+// session 27 this was one line rewritten in place as a seqlock, stamped after its first store:
+// that store set the line's transfer going before the stamp was read, and a reader could find
+// the line odd and wait a pause; BENCHMARKS.md, issue 17.)
 struct alignas(kCacheLine) StampSlot {
   std::atomic<std::uint64_t> stamp{0};
   std::atomic<std::uint64_t> n{0};
