@@ -29,10 +29,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli.hpp"
 #include "rounds.hpp"
 #include "state_bench.hpp"
 #include "tickrail/affinity.hpp"
-#include "cli.hpp"
 #include "tickrail/error.hpp"
 #include "tickrail/log.hpp"
 #include "tickrail/publisher.hpp"
