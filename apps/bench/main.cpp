@@ -140,45 +140,10 @@ double floor_run(const Options& o, Layout layout, std::uint64_t samples, Line* l
   return recorded(half, h);
 }
 
-// The one-way floor: the least a ring of lines can do one way, at the latency rounds' pace and
-// between the two cores' clocks, as tickrail's one-way figure is taken. Stamp i and then its
-// number go into line i of a ring as large as the bench's channels' (kFloorRing lines), the
-// stamp taken before the line's first store, as publish() takes it; the receiver spins on the
-// line of the number it expects and takes now minus the stamp. A receiver lapped (away for a
-// whole ring) counts the stamps it missed and times the one it found, which may then be the
-// next lap's stamp (nothing marks a line being rewritten): a run laps only when it is longer
-// than a ring (2,500 ticks a run by default) and its receiver falls a ring behind. (Until
-// session 27 this was one line rewritten in place as a seqlock, stamped after its first store:
-// that store set the line's transfer going before the stamp was read, and a reader could find
-// the line odd and wait a pause; BENCHMARKS.md, issue 17.)
-struct alignas(kCacheLine) StampSlot {
-  std::atomic<std::uint64_t> stamp{0};
-  std::atomic<std::uint64_t> n{0};
-};
-constexpr std::uint32_t kBenchRing = 4096;  // the latency channels' ring, and the one-way floor's
-constexpr std::uint64_t kFloorRing = kBenchRing;
-double floor_one_way_run(const Options& o, Layout layout, std::uint64_t samples, StampSlot* ring, Histogram& h) {
-  auto send = [&](std::uint64_t i) {
-    StampSlot& s = ring[i & (kFloorRing - 1)];
-    s.stamp.store(Clock::now(), std::memory_order_relaxed);
-    s.n.store(i, std::memory_order_release);
-  };
-  std::uint64_t next = 1;
-  auto poll = [&](auto& handler) -> std::size_t {
-    StampSlot& s = ring[next & (kFloorRing - 1)];
-    const std::uint64_t n = s.n.load(std::memory_order_acquire);
-    if (n < next) return 0;
-    Tick t{};
-    t.send_ts = s.stamp.load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (s.n.load(std::memory_order_relaxed) != n) return 0;  // rewritten meanwhile: look again
-    const std::uint64_t consumed = n - next + 1;
-    next = n + 1;
-    handler(t);
-    return consumed;
-  };
+// The one-way floor (rounds.hpp), its samples into `h`.
+double floor_one_way_run(const Options& o, Layout layout, std::uint64_t samples, Slot* ring, Histogram& h) {
   std::vector<std::uint64_t> lat =
-      bench::one_way(o.receiver_cpu, layout, samples, static_cast<double>(o.gap_ns), send, poll);
+      bench::floor_one_way(o.receiver_cpu, layout, samples, static_cast<double>(o.gap_ns), ring);
   return recorded(lat, h);
 }
 
@@ -398,7 +363,7 @@ struct Channels {
   explicit Channels(const Options& o) {
     config.channel = "bench-" + std::to_string(::getpid());
     config.max_subscribers = 1;
-    config.ring_capacity = kBenchRing;
+    config.ring_capacity = bench::kRing;
     config.stats = o.stats != "off";
     // Off both pinned cores when the host has another (else the library's default: off the sender's).
     config.housekeeping_cpus = cpus_besides({o.sender_cpu, o.receiver_cpu});
@@ -525,8 +490,8 @@ Latencies latency_over_layouts(const Options& o, int r, Channels& ch, Results& r
       [&](Layout layout) { return tickrail_one_way(layout, ch.config, res.tickrail); },
       [&](Layout layout) { return tickrail_ping_pong(layout, ch.pingpong, res.pingpong); },
       [&](Layout layout) {
-        pages.push_back(std::make_unique<bench::FreshMemory>(kFloorRing * sizeof(StampSlot)));
-        return floor_one_way_run(o, layout, samples, pages.back()->make<StampSlot>(kFloorRing), res.floor_one_way);
+        pages.push_back(std::make_unique<bench::FreshMemory>(bench::kRing * sizeof(Slot)));
+        return floor_one_way_run(o, layout, samples, pages.back()->make<Slot>(bench::kRing), res.floor_one_way);
       }};
   if (o.stats == "both") {
     PublisherConfig off = ch.config, pp = ch.pingpong;

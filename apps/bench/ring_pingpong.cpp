@@ -5,8 +5,15 @@
 //   ring            write_slot and RingReader (ring.hpp) alone: a tick out on one ring and back
 //                   on another, each credit in a line of its own; no Publisher, no Subscriber
 //   tickrail        Publisher and Subscriber over shared memory: two unstamped channels
-//   ring 1-way      the ring alone, one way: ticks 2 us apart, stamped on send, timed on receipt
+//   floor 1-way     tickrail-bench's one-way floor: a stamp and its number into a ring of lines,
+//                   2 us apart, timed on receipt (rounds.hpp)
+//   writer 1-way    write_slot as the sender, the floor's receiver reading the slots' stamps
+//   reader 1-way    the floor's sender writing stamp and number into slots, a RingReader receiving
+//   ring 1-way      the ring alone, one way: write_slot and RingReader
 //   tickrail 1-way  tickrail over shared memory, the same
+//
+// The one-way contenders take the path apart: writer and reader each put one side of tickrail's
+// ring in the floor's place, the ring both, tickrail adds Publisher and Subscriber to it.
 //
 // The same source can run in two modes on this kind of VM (BENCHMARKS.md, #17, session 19): one
 // binary's ping-pong settles near one figure, another's, built from the same loop placed
@@ -56,7 +63,7 @@ struct Options {
 
 using bench::Line;
 
-constexpr std::uint64_t kRing = 4096;  // slots, as tickrail-bench's channels
+using bench::kRing;  // slots, as tickrail-bench's channels
 using bench::kShifts;
 using bench::Layout;
 
@@ -133,6 +140,32 @@ double one_way_run(const Options& o, Layout layout, Send& send, Poll& poll) {
   return median_of(lat);
 }
 
+double floor_one_way_run(const Options& o, Layout layout) {
+  bench::FreshMemory ring_memory(kRing * sizeof(Slot));
+  std::vector<std::uint64_t> lat =
+      bench::floor_one_way(o.receiver_cpu, layout, o.samples, kGapNs, ring_memory.make<Slot>(kRing));
+  return median_of(lat);
+}
+
+double writer_one_way_run(const Options& o, Layout layout) {
+  bench::FreshMemory ring_memory(kRing * sizeof(Slot));
+  Slot* ring = ring_memory.make<Slot>(kRing);
+  bench::FloorReader<kSeqWord> reader(ring);
+  const Tick blank{};
+  auto send = [&](std::uint64_t i) { write_slot(ring[i & (kRing - 1)], blank, i, Clock::now(), false); };
+  auto poll = [&](auto& handler) { return reader.poll(handler); };
+  return one_way_run(o, layout, send, poll);
+}
+
+double reader_one_way_run(const Options& o, Layout layout) {
+  bench::FreshMemory ring_memory(kRing * sizeof(Slot)), credit_memory;
+  Slot* ring = ring_memory.make<Slot>(kRing);
+  RingReader reader(ring, kRing, 1, &credit_memory.make<Line>()->v);
+  auto send = [ring](std::uint64_t i) { bench::floor_send<kSeqWord>(ring, i); };
+  auto poll = [&](auto& handler) { return reader.poll(handler, 256); };
+  return one_way_run(o, layout, send, poll);
+}
+
 double ring_one_way_run(const Options& o, Layout layout) {
   bench::FreshMemory ring_memory(kRing * sizeof(Slot)), credit_memory;
   Slot* ring = ring_memory.make<Slot>(kRing);
@@ -154,10 +187,13 @@ double tickrail_one_way_run(const Options& o, Layout layout) {
   return one_way_run(o, layout, send, poll);
 }
 
-constexpr const char* kNames[] = {"floor", "ring", "tickrail", "ring 1-way", "tickrail 1-way"};
-constexpr double (*kRuns[])(const Options&, Layout) = {&floor_run, &ring_run, &tickrail_ping_pong_run, &ring_one_way_run,
-                                                     &tickrail_one_way_run};
-constexpr int kContenders = 5;
+constexpr const char* kNames[] = {"floor",        "ring",         "tickrail",   "floor 1-way",
+                                  "writer 1-way", "reader 1-way", "ring 1-way", "tickrail 1-way"};
+constexpr double (*kRuns[])(const Options&, Layout) = {
+    &floor_run,          &ring_run,           &tickrail_ping_pong_run, &floor_one_way_run,
+    &writer_one_way_run, &reader_one_way_run, &ring_one_way_run,       &tickrail_one_way_run};
+constexpr int kContenders = 8;
+enum : int { kFloor, kRingPp, kTickrailPp, kFloor1, kWriter1, kReader1, kRing1, kTickrail1 };
 
 void print_runs(const char* name, const std::vector<double>& runs) {
   std::printf("    %-14s", name);
@@ -182,7 +218,8 @@ int run(const Options& o) {
               o.sender_cpu, o.receiver_cpu, static_cast<unsigned long long>(o.samples), 8 * (kShifts - 1),
               o.stats.c_str());
   std::vector<double> all[kContenders];
-  std::vector<double> ring_floor, lib_floor, lib_ring, ring1_floor, lib1_floor, lib1_ring1;
+  std::vector<double> ring_floor, lib_floor, lib_ring, lib1_ring1;
+  std::vector<double> to_floor1[kContenders];  // one way: each contender / the one-way floor
   for (int r = 0; r < o.rounds; ++r) {
     std::vector<double> runs[kContenders];
     for (int k = 0; k < kShifts; ++k) {
@@ -199,12 +236,11 @@ int run(const Options& o) {
       m[c] = median(runs[c]);
       all[c].insert(all[c].end(), runs[c].begin(), runs[c].end());
     }
-    ring_floor.push_back(m[1] / m[0]);
-    lib_floor.push_back(m[2] / m[0]);
-    lib_ring.push_back(m[2] / m[1]);
-    ring1_floor.push_back(m[3] / m[0]);
-    lib1_floor.push_back(m[4] / m[0]);
-    lib1_ring1.push_back(m[4] / m[3]);
+    ring_floor.push_back(m[kRingPp] / m[kFloor]);
+    lib_floor.push_back(m[kTickrailPp] / m[kFloor]);
+    lib_ring.push_back(m[kTickrailPp] / m[kRingPp]);
+    for (int c = kWriter1; c <= kTickrail1; ++c) to_floor1[c].push_back(m[c] / m[kFloor1]);
+    lib1_ring1.push_back(m[kTickrail1] / m[kRing1]);
   }
   std::printf("over all runs (min / median / max, ns):");
   for (int c = 0; c < kContenders; ++c) {
@@ -213,9 +249,11 @@ int run(const Options& o) {
   }
   std::printf("\nmedians of per-round ratios of the rounds' medians:\n"
               "  ping-pong RTT/2: ring/floor %.3f, tickrail/floor %.3f, tickrail/ring %.3f\n"
-              "  one way:         ring/floor %.3f, tickrail/floor %.3f, tickrail/ring %.3f\n",
-              median(ring_floor), median(lib_floor), median(lib_ring), median(ring1_floor),
-              median(lib1_floor), median(lib1_ring1));
+              "  one way, to the one-way floor: writer %.3f, reader %.3f, ring %.3f, tickrail %.3f; "
+              "tickrail/ring %.3f\n",
+              median(ring_floor), median(lib_floor), median(lib_ring), median(to_floor1[kWriter1]),
+              median(to_floor1[kReader1]), median(to_floor1[kRing1]), median(to_floor1[kTickrail1]),
+              median(lib1_ring1));
   return 0;
 }
 

@@ -18,6 +18,7 @@
 #include "tickrail/error.hpp"
 #include "tickrail/idle.hpp"
 #include "tickrail/publisher.hpp"
+#include "tickrail/ring.hpp"
 #include "tickrail/subscriber.hpp"
 
 namespace tickrail::bench {
@@ -216,6 +217,67 @@ inline std::vector<std::uint64_t> floor_ping_pong(int receiver_cpu, Layout layou
     return 1;
   };
   return ping_pong(receiver_cpu, layout, samples, step, echo);
+}
+
+// ---- the one-way floor ------------------------------------------------------------------------
+// The least a ring of lines can do one way, at the latency rounds' pace and between the two
+// cores' clocks, as tickrail's one-way figure is taken. Stamp i and then its number go into line
+// i of a ring as large as the bench's channels' (kRing lines), the stamp taken before the line's
+// first store, as publish() takes it; the receiver spins on the line of the number it expects and
+// takes now minus the stamp. A receiver lapped (away for a whole ring) counts the stamps it
+// missed and times the one it found, which may then be the next lap's stamp (nothing marks a line
+// being rewritten): a run laps only when it is longer than a ring and its receiver falls a ring
+// behind. (Until session 27 this was one line rewritten in place as a seqlock, stamped after its
+// first store: that store set the line's transfer going before the stamp was read, and a reader
+// could find the line odd and wait a pause; BENCHMARKS.md, issue 17.)
+//
+// Its two sides come apart, so that each can face one side of tickrail's ring (ring_pingpong): a
+// line's word 0 carries the stamp and word `Number` the number, 1 in the floor, kSeqWord where a
+// side faces write_slot or a RingReader.
+inline constexpr std::uint32_t kRing = 4096;  // the latency channels' ring, and the one-way floor's
+
+template <unsigned Number>
+inline void floor_send(Slot* ring, std::uint64_t i) noexcept {
+  Slot& s = ring[i & (kRing - 1)];
+  std::atomic_ref<std::uint64_t>(s.words[0]).store(Clock::now(), std::memory_order_relaxed);
+  std::atomic_ref<std::uint64_t>(s.words[Number]).store(i, std::memory_order_release);
+}
+
+template <unsigned Number>
+class FloorReader {
+ public:
+  explicit FloorReader(Slot* ring) noexcept : ring_(ring) {}
+  // Hands `handler` a tick carrying the stamp of the number it expects, once written; returns
+  // how many numbers that consumed (more than 1 when lapped).
+  template <class Handler>
+  std::size_t poll(Handler& handler) noexcept {
+    Slot& s = ring_[next_ & (kRing - 1)];
+    const std::uint64_t n = std::atomic_ref<std::uint64_t>(s.words[Number]).load(std::memory_order_acquire);
+    if (n < next_) return 0;
+    Tick t{};
+    t.send_ts = std::atomic_ref<std::uint64_t>(s.words[0]).load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (std::atomic_ref<std::uint64_t>(s.words[Number]).load(std::memory_order_relaxed) != n) {
+      return 0;  // rewritten meanwhile: look again
+    }
+    const std::uint64_t consumed = n - next_ + 1;
+    next_ = n + 1;
+    handler(t);
+    return consumed;
+  }
+
+ private:
+  Slot* ring_;
+  std::uint64_t next_ = 1;
+};
+
+// The one-way floor in `layout` on `ring` (kRing lines, zeroed). Returns the latencies, ns.
+inline std::vector<std::uint64_t> floor_one_way(int receiver_cpu, Layout layout, std::uint64_t samples, double gap_ns,
+                                                Slot* ring) {
+  FloorReader<1> reader(ring);
+  auto send = [ring](std::uint64_t i) { floor_send<1>(ring, i); };
+  auto poll = [&reader](auto& handler) { return reader.poll(handler); };
+  return one_way(receiver_cpu, layout, samples, gap_ns, send, poll);
 }
 
 inline void publish_spinning(Publisher& pub, const Tick& t) {

@@ -6,6 +6,7 @@
 #include <sched.h>
 
 #include <map>
+#include <regex>
 #include <nlohmann/json.hpp>
 
 #include "../../../apps/bench/state_bench.hpp"
@@ -274,5 +275,41 @@ TEST_CASE("tickrail-bench rounds over layouts: each latency contender runs once 
   // Every round's spread line names each contender, the counters-off ones included.
   CHECK_THAT(ok.output, Catch::Contains("p50 over the 3 layouts, ns: floor ") && Catch::Contains(", ping-pong off "));
   std::filesystem::remove(json_path);
+  std::filesystem::remove(log);
+}
+
+TEST_CASE("ring_pingpong takes the one-way path apart: every contender runs in every layout, each ratio reported",
+          "[bench]") {
+  const std::string tool = build_program("apps/bench/ring_pingpong");
+  const std::string log = "ring-pingpong-test-" + std::to_string(getpid()) + ".log";
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--samples", "99"}, {"--rounds", "0"}, {"--stats", "maybe"}, {"--bogus"},
+        {"--sender-cpu", "1", "--receiver-cpu", "1"}}) {
+    std::vector<std::string> argv{tool};
+    argv.insert(argv.end(), bad.begin(), bad.end());
+    const Finished f = run_program(argv, log);
+    INFO(bad.front() << ": " << f.output);
+    CHECK(f.status == 2);
+  }
+  const auto [sender, receiver] = two_cpus();
+  if (sender == receiver) {
+    WARN("one cpu: ring_pingpong needs two; only its command line was tried");
+    return;
+  }
+  const Finished ok = run_program({tool, "--rounds", "1", "--samples", "200", "--sender-cpu", std::to_string(sender),
+                                   "--receiver-cpu", std::to_string(receiver)},
+                                  log);
+  INFO(ok.output);
+  REQUIRE(ok.status == 0);
+  // A row of 8 runs (one per layout) for each contender, and the ratios of the one-way steps.
+  for (const char* name : {"floor", "ring", "tickrail", "floor 1-way", "writer 1-way", "reader 1-way", "ring 1-way",
+                           "tickrail 1-way"}) {
+    INFO(name);
+    const std::regex row("\\n    " + std::regex_replace(std::string(name), std::regex("-"), "\\-") +
+                         " +( +[0-9]+){8}  \\| median +[0-9.]+\\n");
+    CHECK(std::regex_search(ok.output, row));
+  }
+  CHECK(std::regex_search(ok.output, std::regex("one way, to the one-way floor: writer [0-9.]+, reader [0-9.]+, ring "
+                                                "[0-9.]+, tickrail [0-9.]+; tickrail/ring [0-9.]+\\n")));
   std::filesystem::remove(log);
 }
