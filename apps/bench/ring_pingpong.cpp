@@ -85,23 +85,24 @@ double ring_run(const Options& o, Layout layout) {
   Slot* out = out_memory.make<Slot>(kRing);
   Slot* back = back_memory.make<Slot>(kRing);
   Line* credits = credit_memory.make<Line>(2);
-  RingReader from_back(back, kRing, 1, &credits[0].v);
-  RingReader from_out(out, kRing, 1, &credits[1].v);
+  // Each side's reader, and the echo's sequence, apart (bench::Apart).
+  bench::Apart<RingReader> from_back{RingReader(back, kRing, 1, &credits[0].v)};
+  bench::Apart<RingReader> from_out{RingReader(out, kRing, 1, &credits[1].v)};
   Tick t{};
   auto step = [&](std::uint64_t i) {
     t.order_ref = i;
     write_slot(out[i & (kRing - 1)], t, i, 0, false);
     bool answered = false;
     while (!answered) {
-      if (from_back.poll([&](const Tick& r) { answered = r.order_ref == i; }, 1) == 0) cpu_relax();
+      if (from_back.v.poll([&](const Tick& r) { answered = r.order_ref == i; }, 1) == 0) cpu_relax();
     }
   };
-  std::uint64_t seq = 1;
+  bench::Apart<std::uint64_t> seq{1};
   auto echo = [&] {
-    return from_out.poll(
+    return from_out.v.poll(
         [&](const Tick& r) {
-          write_slot(back[seq & (kRing - 1)], r, seq, r.send_ts, false);
-          ++seq;
+          write_slot(back[seq.v & (kRing - 1)], r, seq.v, r.send_ts, false);
+          ++seq.v;
         },
         1);
   };
@@ -150,29 +151,29 @@ double floor_one_way_run(const Options& o, Layout layout) {
 double writer_one_way_run(const Options& o, Layout layout) {
   bench::FreshMemory ring_memory(kRing * sizeof(Slot));
   Slot* ring = ring_memory.make<Slot>(kRing);
-  bench::FloorReader<kSeqWord> reader(ring);
+  bench::Apart<bench::FloorReader<kSeqWord>> reader{bench::FloorReader<kSeqWord>(ring)};
   const Tick blank{};
   auto send = [&](std::uint64_t i) { write_slot(ring[i & (kRing - 1)], blank, i, Clock::now(), false); };
-  auto poll = [&](auto& handler) { return reader.poll(handler); };
+  auto poll = [&](auto& handler) { return reader.v.poll(handler); };
   return one_way_run(o, layout, send, poll);
 }
 
 double reader_one_way_run(const Options& o, Layout layout) {
   bench::FreshMemory ring_memory(kRing * sizeof(Slot)), credit_memory;
   Slot* ring = ring_memory.make<Slot>(kRing);
-  RingReader reader(ring, kRing, 1, &credit_memory.make<Line>()->v);
+  bench::Apart<RingReader> reader{RingReader(ring, kRing, 1, &credit_memory.make<Line>()->v)};
   auto send = [ring](std::uint64_t i) { bench::floor_send<kSeqWord>(ring, i); };
-  auto poll = [&](auto& handler) { return reader.poll(handler, 256); };
+  auto poll = [&](auto& handler) { return reader.v.poll(handler, 256); };
   return one_way_run(o, layout, send, poll);
 }
 
 double ring_one_way_run(const Options& o, Layout layout) {
   bench::FreshMemory ring_memory(kRing * sizeof(Slot)), credit_memory;
   Slot* ring = ring_memory.make<Slot>(kRing);
-  RingReader reader(ring, kRing, 1, &credit_memory.make<Line>()->v);
+  bench::Apart<RingReader> reader{RingReader(ring, kRing, 1, &credit_memory.make<Line>()->v)};
   const Tick blank{};
   auto send = [&](std::uint64_t i) { write_slot(ring[i & (kRing - 1)], blank, i, Clock::now(), false); };
-  auto poll = [&](auto& handler) { return reader.poll(handler, 256); };
+  auto poll = [&](auto& handler) { return reader.v.poll(handler, 256); };
   return one_way_run(o, layout, send, poll);
 }
 

@@ -38,11 +38,22 @@ void on_two_cores(int receiver_cpu, Send&& send, Receive&& receive) {
   r.join();
 }
 
+// An object on a pair of cache lines of its own. The two threads of a run keep their locals in
+// one stack frame, and what one of them writes on every tick (a reader's position, the samples'
+// vector) must not share a line with what the other reads on its timed path (the ring's
+// address, a tick to send): that would put another line's transfer into the figure, by chance
+// of where the compiler placed the locals. Two lines: the adjacent-line prefetcher fetches pairs.
+template <class T>
+struct alignas(2 * kCacheLine) Apart {
+  T v;
+};
+
 // A channel and its subscriber, in this process, served until active (throws Error naming `what`
-// otherwise).
+// otherwise). Apart: the receiving thread writes its Subscriber on every poll, the sending thread
+// reads its Publisher on every publish.
 struct Channel {
-  Publisher pub;
-  Subscriber sub;
+  alignas(2 * kCacheLine) Publisher pub;
+  alignas(2 * kCacheLine) Subscriber sub;
   Channel(const PublisherConfig& pc, const std::string& what) : pub(pc), sub(subscriber_for(pc)) {
     (void)pub.wait_subscribers(1, std::chrono::seconds(1));
     if (!sub.wait_active(std::chrono::seconds(5))) {
@@ -176,12 +187,12 @@ template <class Step, class Echo>
 std::vector<std::uint64_t> ping_pong(int receiver_cpu, Layout layout, std::uint64_t samples, Step& step, Echo& echo) {
   static constexpr auto pings = ping_loops<Step>(std::make_integer_sequence<int, kShifts>{});
   static constexpr auto echoes = echo_loops<Echo>(std::make_integer_sequence<int, kShifts>{});
-  std::vector<std::uint64_t> half;
-  half.reserve(samples);
+  Apart<std::vector<std::uint64_t>> half;
+  half.v.reserve(samples);
   on_two_cores(
-      receiver_cpu, [&] { pings[copy(layout.send)](samples, step, half); },
+      receiver_cpu, [&] { pings[copy(layout.send)](samples, step, half.v); },
       [&] { echoes[copy(layout.receive)](samples, echo); });
-  return half;
+  return std::move(half.v);
 }
 
 // One way in `layout`: this thread calls `send(i)` every `gap_ns` (the tick stamped by it or by
@@ -191,13 +202,13 @@ std::vector<std::uint64_t> one_way(int receiver_cpu, Layout layout, std::uint64_
                                    Poll& poll) {
   static constexpr auto sends = send_loops<Send>(std::make_integer_sequence<int, kShifts>{});
   static constexpr auto receives = receive_loops<Poll>(std::make_integer_sequence<int, kShifts>{});
-  std::vector<std::uint64_t> lat;
-  lat.reserve(samples);
+  Apart<std::vector<std::uint64_t>> lat;
+  lat.v.reserve(samples);
   const std::uint64_t gap = Clock::instance().ns_to_cycles(gap_ns);
   on_two_cores(
       receiver_cpu, [&] { sends[copy(layout.send)](samples, gap, send); },
-      [&] { receives[copy(layout.receive)](samples, poll, lat); });
-  return lat;
+      [&] { receives[copy(layout.receive)](samples, poll, lat.v); });
+  return std::move(lat.v);
 }
 
 // The floor: a cache-line ping-pong between the two threads on `lines[0]` (ping) and `lines[1]`
@@ -210,10 +221,10 @@ inline std::vector<std::uint64_t> floor_ping_pong(int receiver_cpu, Layout layou
     ping.v.store(i, std::memory_order_release);
     while (pong.v.load(std::memory_order_acquire) != i) cpu_relax();
   };
-  std::uint64_t next = 1;
+  Apart<std::uint64_t> next{1};
   auto echo = [&]() -> std::size_t {
-    if (ping.v.load(std::memory_order_acquire) != next) return 0;
-    pong.v.store(next++, std::memory_order_release);
+    if (ping.v.load(std::memory_order_acquire) != next.v) return 0;
+    pong.v.store(next.v++, std::memory_order_release);
     return 1;
   };
   return ping_pong(receiver_cpu, layout, samples, step, echo);
@@ -274,9 +285,9 @@ class FloorReader {
 // The one-way floor in `layout` on `ring` (kRing lines, zeroed). Returns the latencies, ns.
 inline std::vector<std::uint64_t> floor_one_way(int receiver_cpu, Layout layout, std::uint64_t samples, double gap_ns,
                                                 Slot* ring) {
-  FloorReader<1> reader(ring);
+  Apart<FloorReader<1>> reader{FloorReader<1>(ring)};
   auto send = [ring](std::uint64_t i) { floor_send<1>(ring, i); };
-  auto poll = [&reader](auto& handler) { return reader.poll(handler); };
+  auto poll = [&reader](auto& handler) { return reader.v.poll(handler); };
   return one_way(receiver_cpu, layout, samples, gap_ns, send, poll);
 }
 
