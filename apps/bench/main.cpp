@@ -143,7 +143,7 @@ double floor_run(const Options& o, Layout layout, std::uint64_t samples, Line* l
 // The one-way floor (rounds.hpp), its samples into `h`.
 double floor_one_way_run(const Options& o, Layout layout, std::uint64_t samples, Slot* ring, Histogram& h) {
   std::vector<std::uint64_t> lat =
-      bench::floor_one_way(o.receiver_cpu, layout, samples, static_cast<double>(o.gap_ns), ring);
+      bench::floor_one_way(o.receiver_cpu, layout, samples, static_cast<double>(o.gap_ns), ring, bench::kRing);
   return recorded(lat, h);
 }
 
@@ -180,7 +180,8 @@ double spsc_run(const Options& o, Layout layout, std::uint64_t samples, boost::l
 
 double spsc_throughput_round(const Options& o, boost::lockfree::spsc_queue<Tick>& q) {
   const Clock& clk = Clock::instance();
-  std::uint64_t t0 = 0, t1 = 0, checksum = 0;
+  std::uint64_t t0 = 0, t1 = 0;
+  bench::Apart<std::uint64_t> checksum{0};  // written by the receiver on every batch
   on_two_cores(
       o,
       [&] {
@@ -195,13 +196,13 @@ double spsc_throughput_round(const Options& o, boost::lockfree::spsc_queue<Tick>
         Tick batch[64];
         for (std::uint64_t got = 0; got < o.throughput_ticks;) {
           const std::size_t n = q.pop(batch, 64);
-          for (std::size_t k = 0; k < n; ++k) checksum += batch[k].seq;
+          for (std::size_t k = 0; k < n; ++k) checksum.v += batch[k].seq;
           got += n;
           if (n == 0) cpu_relax();
         }
         t1 = Clock::now();
       });
-  if (checksum != o.throughput_ticks * (o.throughput_ticks + 1) / 2) {
+  if (checksum.v != o.throughput_ticks * (o.throughput_ticks + 1) / 2) {
     std::fprintf(stderr, "spsc throughput: checksum mismatch\n");
   }
   return static_cast<double>(o.throughput_ticks) / (clk.to_ns(t1 - t0) * 1e-9);
@@ -225,7 +226,8 @@ double tickrail_one_way_run(const Options& o, Layout layout, std::uint64_t sampl
 double tickrail_throughput_round(const Options& o, Publisher& pub, Subscriber& sub,
                                  bench::TickMix* mix = nullptr) {
   const Clock& clk = Clock::instance();
-  std::uint64_t t0 = 0, t1 = 0, received = 0;
+  std::uint64_t t0 = 0, t1 = 0;
+  bench::Apart<std::uint64_t> received{0};  // written by the receiver on every batch
   on_two_cores(
       o,
       [&] {
@@ -237,9 +239,9 @@ double tickrail_throughput_round(const Options& o, Publisher& pub, Subscriber& s
         }
       },
       [&] {
-        while (received < o.throughput_ticks) {
+        while (received.v < o.throughput_ticks) {
           const std::size_t n = sub.poll([&](const Tick&) {}, 64);
-          received += n;
+          received.v += n;
           if (n == 0) cpu_relax();
         }
         t1 = Clock::now();
@@ -281,7 +283,8 @@ double tickrail_slow_round(const Options& o, Publisher& pub, Subscriber& sub) {
   const Clock& clk = Clock::instance();
   const std::uint64_t work = clk.ns_to_cycles(static_cast<double>(o.slow_ns));
   const std::uint64_t ticks = o.throughput_ticks / 4;
-  std::uint64_t t0 = 0, t1 = 0, received = 0;
+  std::uint64_t t0 = 0, t1 = 0;
+  bench::Apart<std::uint64_t> received{0};  // written by the receiver on every batch
   const std::uint64_t lost_before = sub.counters().lost;
   on_two_cores(
       o,
@@ -293,9 +296,9 @@ double tickrail_slow_round(const Options& o, Publisher& pub, Subscriber& sub) {
         }
       },
       [&] {
-        while (received < ticks) {
+        while (received.v < ticks) {
           const std::size_t n = sub.poll([&](const Tick&) { spin_until(Clock::now() + work); }, 64);
-          received += n;
+          received.v += n;
           if (n == 0) cpu_relax();
         }
         t1 = Clock::now();

@@ -24,7 +24,7 @@
 // median over its runs. Contenders and layouts take turns by round.
 // Not installed.
 //
-//   ring_pingpong [--rounds N] [--samples N] [--sender-cpu C] [--receiver-cpu C] [--stats on|off]
+//   ring_pingpong [--rounds N] [--samples N] [--sender-cpu C] [--receiver-cpu C] [--stats on|off] [--ring N]
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,11 +59,11 @@ struct Options {
   int sender_cpu = 0;
   int receiver_cpu = 1;
   std::string stats = "off";
+  std::uint64_t ring = bench::kRing;  // slots of every ring and channel, as tickrail-bench's by default
 };
 
 using bench::Line;
 
-using bench::kRing;  // slots, as tickrail-bench's channels
 using bench::kShifts;
 using bench::Layout;
 
@@ -81,17 +81,18 @@ double floor_run(const Options& o, Layout layout) {
 
 double ring_run(const Options& o, Layout layout) {
   // Each ring in a mapping of its own, as a channel's is: zeroed, so every slot unwritten.
-  bench::FreshMemory out_memory(kRing * sizeof(Slot)), back_memory(kRing * sizeof(Slot)), credit_memory;
-  Slot* out = out_memory.make<Slot>(kRing);
-  Slot* back = back_memory.make<Slot>(kRing);
+  bench::FreshMemory out_memory(o.ring * sizeof(Slot)), back_memory(o.ring * sizeof(Slot)), credit_memory;
+  Slot* out = out_memory.make<Slot>(o.ring);
+  Slot* back = back_memory.make<Slot>(o.ring);
   Line* credits = credit_memory.make<Line>(2);
   // Each side's reader, and the echo's sequence, apart (bench::Apart).
-  bench::Apart<RingReader> from_back{RingReader(back, kRing, 1, &credits[0].v)};
-  bench::Apart<RingReader> from_out{RingReader(out, kRing, 1, &credits[1].v)};
+  bench::Apart<RingReader> from_back{RingReader(back, o.ring, 1, &credits[0].v)};
+  bench::Apart<RingReader> from_out{RingReader(out, o.ring, 1, &credits[1].v)};
+  const std::uint64_t mask = o.ring - 1;
   Tick t{};
   auto step = [&](std::uint64_t i) {
     t.order_ref = i;
-    write_slot(out[i & (kRing - 1)], t, i, 0, false);
+    write_slot(out[i & mask], t, i, 0, false);
     bool answered = false;
     while (!answered) {
       if (from_back.v.poll([&](const Tick& r) { answered = r.order_ref == i; }, 1) == 0) cpu_relax();
@@ -101,7 +102,7 @@ double ring_run(const Options& o, Layout layout) {
   auto echo = [&] {
     return from_out.v.poll(
         [&](const Tick& r) {
-          write_slot(back[seq.v & (kRing - 1)], r, seq.v, r.send_ts, false);
+          write_slot(back[seq.v & mask], r, seq.v, r.send_ts, false);
           ++seq.v;
         },
         1);
@@ -109,13 +110,13 @@ double ring_run(const Options& o, Layout layout) {
   return one_run(o, layout, step, echo);
 }
 
-// A channel of its own for each run, one subscriber, a ring as tickrail-bench's.
+// A channel of its own for each run, one subscriber, a ring of --ring slots.
 PublisherConfig run_config(const Options& o, bool stamp) {
   static int runs = 0;
   PublisherConfig pc;
   pc.channel = "ringpp-" + std::to_string(::getpid()) + "-" + std::to_string(runs++);
   pc.max_subscribers = 1;
-  pc.ring_capacity = kRing;
+  pc.ring_capacity = static_cast<std::uint32_t>(o.ring);
   pc.stamp_send_time = stamp;
   pc.stats = o.stats == "on";
   return pc;
@@ -141,39 +142,52 @@ double one_way_run(const Options& o, Layout layout, Send& send, Poll& poll) {
   return median_of(lat);
 }
 
+// Polls `reader` once; how many ticks that consumed, those it lost to a lap included (a receiver
+// lapped while away, as on a small --ring, still ends its run).
+template <class Handler>
+std::size_t consumed(RingReader& reader, Handler& handler) {
+  const std::uint64_t before = reader.next_seq();
+  (void)reader.poll(handler, 256);
+  return static_cast<std::size_t>(reader.next_seq() - before);
+}
+
 double floor_one_way_run(const Options& o, Layout layout) {
-  bench::FreshMemory ring_memory(kRing * sizeof(Slot));
+  bench::FreshMemory ring_memory(o.ring * sizeof(Slot));
   std::vector<std::uint64_t> lat =
-      bench::floor_one_way(o.receiver_cpu, layout, o.samples, kGapNs, ring_memory.make<Slot>(kRing));
+      bench::floor_one_way(o.receiver_cpu, layout, o.samples, kGapNs, ring_memory.make<Slot>(o.ring), o.ring);
   return median_of(lat);
 }
 
 double writer_one_way_run(const Options& o, Layout layout) {
-  bench::FreshMemory ring_memory(kRing * sizeof(Slot));
-  Slot* ring = ring_memory.make<Slot>(kRing);
-  bench::Apart<bench::FloorReader<kSeqWord>> reader{bench::FloorReader<kSeqWord>(ring)};
+  bench::FreshMemory ring_memory(o.ring * sizeof(Slot));
+  Slot* ring = ring_memory.make<Slot>(o.ring);
+  bench::Apart<bench::FloorReader<kSeqWord>> reader{bench::FloorReader<kSeqWord>(ring, o.ring)};
   const Tick blank{};
-  auto send = [&](std::uint64_t i) { write_slot(ring[i & (kRing - 1)], blank, i, Clock::now(), false); };
+  auto send = [ring, mask = o.ring - 1, &blank](std::uint64_t i) {
+    write_slot(ring[i & mask], blank, i, Clock::now(), false);
+  };
   auto poll = [&](auto& handler) { return reader.v.poll(handler); };
   return one_way_run(o, layout, send, poll);
 }
 
 double reader_one_way_run(const Options& o, Layout layout) {
-  bench::FreshMemory ring_memory(kRing * sizeof(Slot)), credit_memory;
-  Slot* ring = ring_memory.make<Slot>(kRing);
-  bench::Apart<RingReader> reader{RingReader(ring, kRing, 1, &credit_memory.make<Line>()->v)};
-  auto send = [ring](std::uint64_t i) { bench::floor_send<kSeqWord>(ring, i); };
-  auto poll = [&](auto& handler) { return reader.v.poll(handler, 256); };
+  bench::FreshMemory ring_memory(o.ring * sizeof(Slot)), credit_memory;
+  Slot* ring = ring_memory.make<Slot>(o.ring);
+  bench::Apart<RingReader> reader{RingReader(ring, o.ring, 1, &credit_memory.make<Line>()->v)};
+  auto send = [ring, capacity = o.ring](std::uint64_t i) { bench::floor_send<kSeqWord>(ring, capacity, i); };
+  auto poll = [&](auto& handler) { return consumed(reader.v, handler); };
   return one_way_run(o, layout, send, poll);
 }
 
 double ring_one_way_run(const Options& o, Layout layout) {
-  bench::FreshMemory ring_memory(kRing * sizeof(Slot)), credit_memory;
-  Slot* ring = ring_memory.make<Slot>(kRing);
-  bench::Apart<RingReader> reader{RingReader(ring, kRing, 1, &credit_memory.make<Line>()->v)};
+  bench::FreshMemory ring_memory(o.ring * sizeof(Slot)), credit_memory;
+  Slot* ring = ring_memory.make<Slot>(o.ring);
+  bench::Apart<RingReader> reader{RingReader(ring, o.ring, 1, &credit_memory.make<Line>()->v)};
   const Tick blank{};
-  auto send = [&](std::uint64_t i) { write_slot(ring[i & (kRing - 1)], blank, i, Clock::now(), false); };
-  auto poll = [&](auto& handler) { return reader.v.poll(handler, 256); };
+  auto send = [ring, mask = o.ring - 1, &blank](std::uint64_t i) {
+    write_slot(ring[i & mask], blank, i, Clock::now(), false);
+  };
+  auto poll = [&](auto& handler) { return consumed(reader.v, handler); };
   return one_way_run(o, layout, send, poll);
 }
 
@@ -260,6 +274,13 @@ int run(const Options& o) {
 
 }  // namespace
 
+// 64 to 65536 slots: a run longer than its ring wraps it.
+std::vector<std::uint64_t> ring_sizes() {
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t n = 64; n <= 65536; n *= 2) sizes.push_back(n);
+  return sizes;
+}
+
 int main(int argc, char** argv) {
   Options o;
   CLI::App app{"ping-pong RTT/2 and one-way latency over code and memory layouts: the cache-line "
@@ -270,6 +291,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(std::uint64_t{100}, std::uint64_t{100'000'000}));
   app.add_option("--sender-cpu", o.sender_cpu, "core of the pinging thread")->check(CLI::Range(0, 4095));
   app.add_option("--receiver-cpu", o.receiver_cpu, "core of the echoing thread")->check(CLI::Range(0, 4095));
+  app.add_option("--ring", o.ring, "slots of every ring, the floors' and tickrail's channels' (a power of two)")
+      ->check(CLI::IsMember(ring_sizes()))
+      ->capture_default_str();
   app.add_option("--stats", o.stats, "tickrail's live counters: on or off")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();

@@ -233,7 +233,7 @@ inline std::vector<std::uint64_t> floor_ping_pong(int receiver_cpu, Layout layou
 // ---- the one-way floor ------------------------------------------------------------------------
 // The least a ring of lines can do one way, at the latency rounds' pace and between the two
 // cores' clocks, as tickrail's one-way figure is taken. Stamp i and then its number go into line
-// i of a ring as large as the bench's channels' (kRing lines), the stamp taken before the line's
+// i mod capacity of a ring as large as the bench's channels' (kRing lines), the stamp taken before the line's
 // first store, as publish() takes it; the receiver spins on the line of the number it expects and
 // takes now minus the stamp. A receiver lapped (away for a whole ring) counts the stamps it
 // missed and times the one it found, which may then be the next lap's stamp (nothing marks a line
@@ -248,8 +248,8 @@ inline std::vector<std::uint64_t> floor_ping_pong(int receiver_cpu, Layout layou
 inline constexpr std::uint32_t kRing = 4096;  // the latency channels' ring, and the one-way floor's
 
 template <unsigned Number>
-inline void floor_send(Slot* ring, std::uint64_t i) noexcept {
-  Slot& s = ring[i & (kRing - 1)];
+inline void floor_send(Slot* ring, std::uint64_t capacity, std::uint64_t i) noexcept {
+  Slot& s = ring[i & (capacity - 1)];
   std::atomic_ref<std::uint64_t>(s.words[0]).store(Clock::now(), std::memory_order_relaxed);
   std::atomic_ref<std::uint64_t>(s.words[Number]).store(i, std::memory_order_release);
 }
@@ -257,12 +257,12 @@ inline void floor_send(Slot* ring, std::uint64_t i) noexcept {
 template <unsigned Number>
 class FloorReader {
  public:
-  explicit FloorReader(Slot* ring) noexcept : ring_(ring) {}
+  FloorReader(Slot* ring, std::uint64_t capacity) noexcept : ring_(ring), mask_(capacity - 1) {}
   // Hands `handler` a tick carrying the stamp of the number it expects, once written; returns
   // how many numbers that consumed (more than 1 when lapped).
   template <class Handler>
   std::size_t poll(Handler& handler) noexcept {
-    Slot& s = ring_[next_ & (kRing - 1)];
+    Slot& s = ring_[next_ & mask_];
     const std::uint64_t n = std::atomic_ref<std::uint64_t>(s.words[Number]).load(std::memory_order_acquire);
     if (n < next_) return 0;
     Tick t{};
@@ -279,14 +279,16 @@ class FloorReader {
 
  private:
   Slot* ring_;
+  std::uint64_t mask_;
   std::uint64_t next_ = 1;
 };
 
-// The one-way floor in `layout` on `ring` (kRing lines, zeroed). Returns the latencies, ns.
+// The one-way floor in `layout` on `ring` (`capacity` lines, a power of two, zeroed). Returns the
+// latencies, ns.
 inline std::vector<std::uint64_t> floor_one_way(int receiver_cpu, Layout layout, std::uint64_t samples, double gap_ns,
-                                                Slot* ring) {
-  Apart<FloorReader<1>> reader{FloorReader<1>(ring)};
-  auto send = [ring](std::uint64_t i) { floor_send<1>(ring, i); };
+                                                Slot* ring, std::uint64_t capacity) {
+  Apart<FloorReader<1>> reader{FloorReader<1>(ring, capacity)};
+  auto send = [ring, capacity](std::uint64_t i) { floor_send<1>(ring, capacity, i); };
   auto poll = [&reader](auto& handler) { return reader.v.poll(handler); };
   return one_way(receiver_cpu, layout, samples, gap_ns, send, poll);
 }

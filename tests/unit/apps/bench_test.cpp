@@ -284,7 +284,7 @@ TEST_CASE("ring_pingpong takes the one-way path apart: every contender runs in e
   const std::string log = "ring-pingpong-test-" + std::to_string(getpid()) + ".log";
   for (const std::vector<std::string>& bad :
        {std::vector<std::string>{"--samples", "99"}, {"--rounds", "0"}, {"--stats", "maybe"}, {"--bogus"},
-        {"--sender-cpu", "1", "--receiver-cpu", "1"}}) {
+        {"--sender-cpu", "1", "--receiver-cpu", "1"}, {"--ring", "100"}, {"--ring", "32"}, {"--ring", "131072"}}) {
     std::vector<std::string> argv{tool};
     argv.insert(argv.end(), bad.begin(), bad.end());
     const Finished f = run_program(argv, log);
@@ -296,8 +296,9 @@ TEST_CASE("ring_pingpong takes the one-way path apart: every contender runs in e
     WARN("one cpu: ring_pingpong needs two; only its command line was tried");
     return;
   }
-  const Finished ok = run_program({tool, "--rounds", "1", "--samples", "200", "--sender-cpu", std::to_string(sender),
-                                   "--receiver-cpu", std::to_string(receiver)},
+  // A ring of 64 slots, which the runs of 200 ticks wrap three times.
+  const Finished ok = run_program({tool, "--rounds", "1", "--samples", "200", "--ring", "64", "--sender-cpu",
+                                   std::to_string(sender), "--receiver-cpu", std::to_string(receiver)},
                                   log);
   INFO(ok.output);
   REQUIRE(ok.status == 0);
