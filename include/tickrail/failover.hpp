@@ -100,7 +100,8 @@ struct FailoverCounters {
   FailoverLineCounters line[2];
 };
 
-class TICKRAIL_API FailoverSubscriber {
+// On lines of its own (see Publisher): poll() writes it on every call.
+class TICKRAIL_API alignas(2 * kCacheLine) FailoverSubscriber {
  public:
   // Attaches both lines, each as a Subscriber would (within its attach_timeout). A line that
   // cannot attach starts down and is attached again in the background; when neither can, throws

@@ -40,7 +40,10 @@ namespace detail {
 class PublisherTransport;
 }
 
-class TICKRAIL_API Publisher {
+// On lines of its own, wherever the application puts it: publish() reads it on every call, and a
+// neighbour another thread writes (the next element of a vector, polled by another core) must not
+// share its line. Likewise Subscriber and FailoverSubscriber, which their polls also write.
+class TICKRAIL_API alignas(2 * kCacheLine) Publisher {
  public:
   // Creates the channel (throws Error: bad config, channel already published by a live process,
   // no memory). Subscribers may attach from then on.

@@ -68,7 +68,8 @@ class TICKRAIL_API IdleCredit {
 };
 }  // namespace detail
 
-class TICKRAIL_API Subscriber {
+// On lines of its own (see Publisher): poll() writes it on every call.
+class TICKRAIL_API alignas(2 * kCacheLine) Subscriber {
  public:
   // Attaches (throws Error: bad config; channel missing after attach_timeout, of another
   // version, truncated or full; geometry mismatch). With attach_timeout > 0 a publisher that is

@@ -65,6 +65,13 @@ void publish(Publisher& pub, std::uint64_t from, std::uint64_t to, FailoverSubsc
 
 }  // namespace
 
+// Its poll writes it on every call: on lines of its own wherever the application puts it, as
+// Publisher and Subscriber are (shm_channel_test).
+TEST_CASE("a FailoverSubscriber lies on lines of its own", "[failover]") {
+  STATIC_REQUIRE(alignof(FailoverSubscriber) % (2 * kCacheLine) == 0);
+  STATIC_REQUIRE(sizeof(FailoverSubscriber) % (2 * kCacheLine) == 0);
+}
+
 TEST_CASE("a line that closes goes down without a gap, and is used again once its publisher is back", "[failover]") {
   const auto a = unique_channel("fo-a");
   const auto b = unique_channel("fo-b");

@@ -93,6 +93,41 @@ TEST_CASE("subscriberReceivesEveryTickInOrderWithPayload") {
   CHECK(sub.counters().lost == 0);
 }
 
+// Endpoints packed as an application would pack them (a vector of subscribers, each polled by a
+// core of its own; a publisher beside them) share no cache line pair: each is written or read on
+// every call by its own thread. And they still work once moved there.
+TEST_CASE("endpointsLieOnLinesOfTheirOwnWhereverTheyArePut") {
+  constexpr std::uintptr_t kPair = 2 * kCacheLine;
+  const auto pair_of = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) / kPair; };
+  const auto apart = [&](const auto& a, const auto& b) {
+    const auto* x = reinterpret_cast<const char*>(&a);
+    const auto* y = reinterpret_cast<const char*>(&b);
+    if (x > y) std::swap(x, y);
+    return pair_of(x + sizeof(a) - 1) < pair_of(y);
+  };
+  const auto ch = unique_channel("apart");
+  struct Packed {
+    char flag;  // a neighbour of the application's
+    Publisher pub;
+    std::vector<Subscriber> subs;
+  };
+  auto packed = std::make_unique<Packed>(Packed{'x', Publisher(pub_config(ch)), {}});
+  packed->subs.reserve(2);
+  packed->subs.emplace_back(sub_config(ch));
+  packed->subs.emplace_back(sub_config(ch));
+  CHECK(pair_of(&packed->flag) != pair_of(&packed->pub));
+  CHECK(apart(packed->subs[0], packed->subs[1]));
+  for (const Subscriber& s : packed->subs) CHECK(reinterpret_cast<std::uintptr_t>(&s) % kPair == 0);
+  REQUIRE(wait_for_subscribers(packed->pub, 2));
+  for (Subscriber& s : packed->subs) REQUIRE(s.wait_active(1s));
+  REQUIRE(packed->pub.publish(payload(7)).ok());
+  for (Subscriber& s : packed->subs) {
+    const auto got = drain(s);
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].order_ref == 7);
+  }
+}
+
 // A handler held const (a const lambda, or a const reference to a function object) is taken as
 // a non-const one is, on every transport's path: this file does not compile otherwise.
 TEST_CASE("pollTakesAConstHandler") {
