@@ -24,7 +24,7 @@ PublisherConfig line_publisher(const FailoverBenchOptions& o, const std::string&
   PublisherConfig c;
   c.channel = channel;
   c.max_subscribers = 1;
-  c.ring_capacity = 4096;
+  c.ring_capacity = kRing;  // as tickrail-bench's latency channels
   c.housekeeping_cpus = o.housekeeping_cpus;
   c.stamp_send_time = false;  // the sender stamps each tick once, before its first copy goes out
   return c;
@@ -52,29 +52,21 @@ double latency_run(const FailoverBenchOptions& o, Layout layout, Histogram& h, S
 
 FailoverRun measure_failover(const FailoverBenchOptions& o) {
   const std::string base = "bench-fo-" + std::to_string(::getpid());
-  // Each endpoint on lines of its own (Apart, rounds.hpp): the receiving thread writes its
-  // subscribers on every poll, the sending thread reads its publishers on every publish.
-  Apart<Publisher> one_{Publisher(line_publisher(o, base + "-one"))};
-  Apart<Subscriber> one_sub_{Subscriber(line_subscriber(o, base + "-one"))};
-  Publisher& one = one_.v;
-  Subscriber& one_sub = one_sub_.v;
+  Publisher one(line_publisher(o, base + "-one"));
+  Subscriber one_sub(line_subscriber(o, base + "-one"));
   // The one-line sender publishes each tick twice too, its second copy to a channel nobody
   // reads (a `drop` subscriber that never polls), so both contenders' senders do the same work
   // and the ratio is the receiver's: a second ring polled and the arbiter.
-  Apart<Publisher> one_unread_{Publisher(line_publisher(o, base + "-one-unread"))};
-  Publisher& one_unread = one_unread_.v;
+  Publisher one_unread(line_publisher(o, base + "-one-unread"));
   SubscriberConfig unread_cfg = line_subscriber(o, base + "-one-unread");
   unread_cfg.policy = SlowConsumerPolicy::drop;
   Subscriber unread(unread_cfg);
-  Apart<Publisher> a_{Publisher(line_publisher(o, base + "-a"))};
-  Apart<Publisher> b_{Publisher(line_publisher(o, base + "-b"))};
-  Publisher& a = a_.v;
-  Publisher& b = b_.v;
+  Publisher a(line_publisher(o, base + "-a"));
+  Publisher b(line_publisher(o, base + "-b"));
   FailoverConfig fc;
   fc.line[0] = line_subscriber(o, base + "-a");
   fc.line[1] = line_subscriber(o, base + "-b");
-  Apart<FailoverSubscriber> two_{FailoverSubscriber(fc)};
-  FailoverSubscriber& two = two_.v;
+  FailoverSubscriber two(fc);
   for (Publisher* p : {&one, &one_unread, &a, &b}) {
     if (p->wait_subscribers(1, std::chrono::seconds(5)) != 1) {
       throw Error(Errc::timed_out, "a benchmark subscriber never attached");

@@ -13,7 +13,9 @@
 //   tickrail 1-way  tickrail over shared memory, the same
 //
 // The one-way contenders take the path apart: writer and reader each put one side of tickrail's
-// ring in the floor's place, the ring both, tickrail adds Publisher and Subscriber to it.
+// ring in the floor's place, the ring both, tickrail adds Publisher and Subscriber to it. A lapped
+// receiver (away for a whole --ring) times one stamp with the floor's reader and up to a ring of
+// stale ones with a RingReader (rounds.hpp); at the default size that takes 8 ms away.
 //
 // The same source can run in two modes on this kind of VM (BENCHMARKS.md, #17, session 19): one
 // binary's ping-pong settles near one figure, another's, built from the same loop placed
@@ -21,7 +23,8 @@
 // lines lie. So each contender runs once per layout (both sides' loops, pinging and echoing or
 // sending and receiving, in kShifts copies moved by 0 to 56 bytes of NOPs, paired as
 // bench::Layout::nth says) on memory allocated afresh for every run, and a round's figure is the
-// median over its runs. Contenders and layouts take turns by round.
+// median over its runs. Contenders and layouts take turns by round. (Much of the two modes was
+// the harness's own: its threads' objects shared cache lines until session 28, bench::Apart.)
 // Not installed.
 //
 //   ring_pingpong [--rounds N] [--samples N] [--sender-cpu C] [--receiver-cpu C] [--stats on|off] [--ring N]
@@ -59,7 +62,7 @@ struct Options {
   int sender_cpu = 0;
   int receiver_cpu = 1;
   std::string stats = "off";
-  std::uint64_t ring = bench::kRing;  // slots of every ring and channel, as tickrail-bench's by default
+  std::uint64_t slots = bench::kRing;  // of every ring and channel, as tickrail-bench's by default
 };
 
 using bench::Line;
@@ -81,14 +84,14 @@ double floor_run(const Options& o, Layout layout) {
 
 double ring_run(const Options& o, Layout layout) {
   // Each ring in a mapping of its own, as a channel's is: zeroed, so every slot unwritten.
-  bench::FreshMemory out_memory(o.ring * sizeof(Slot)), back_memory(o.ring * sizeof(Slot)), credit_memory;
-  Slot* out = out_memory.make<Slot>(o.ring);
-  Slot* back = back_memory.make<Slot>(o.ring);
+  bench::FreshMemory out_memory(o.slots * sizeof(Slot)), back_memory(o.slots * sizeof(Slot)), credit_memory;
+  Slot* out = out_memory.make<Slot>(o.slots);
+  Slot* back = back_memory.make<Slot>(o.slots);
   Line* credits = credit_memory.make<Line>(2);
   // Each side's reader, and the echo's sequence, apart (bench::Apart).
-  bench::Apart<RingReader> from_back{RingReader(back, o.ring, 1, &credits[0].v)};
-  bench::Apart<RingReader> from_out{RingReader(out, o.ring, 1, &credits[1].v)};
-  const std::uint64_t mask = o.ring - 1;
+  bench::Apart<RingReader> from_back{RingReader(back, o.slots, 1, &credits[0].v)};
+  bench::Apart<RingReader> from_out{RingReader(out, o.slots, 1, &credits[1].v)};
+  const std::uint64_t mask = o.slots - 1;
   Tick t{};
   auto step = [&](std::uint64_t i) {
     t.order_ref = i;
@@ -99,7 +102,9 @@ double ring_run(const Options& o, Layout layout) {
     }
   };
   bench::Apart<std::uint64_t> seq{1};
-  auto echo = [&] {
+  // `back` and `mask` by value: the echoing thread reads them on every tick, and `t` beside them
+  // in this frame is written by the pinging one.
+  auto echo = [back, mask, &from_out, &seq] {
     return from_out.v.poll(
         [&](const Tick& r) {
           write_slot(back[seq.v & mask], r, seq.v, r.send_ts, false);
@@ -116,7 +121,7 @@ PublisherConfig run_config(const Options& o, bool stamp) {
   PublisherConfig pc;
   pc.channel = "ringpp-" + std::to_string(::getpid()) + "-" + std::to_string(runs++);
   pc.max_subscribers = 1;
-  pc.ring_capacity = static_cast<std::uint32_t>(o.ring);
+  pc.ring_capacity = static_cast<std::uint32_t>(o.slots);
   pc.stamp_send_time = stamp;
   pc.stats = o.stats == "on";
   return pc;
@@ -142,28 +147,19 @@ double one_way_run(const Options& o, Layout layout, Send& send, Poll& poll) {
   return median_of(lat);
 }
 
-// Polls `reader` once; how many ticks that consumed, those it lost to a lap included (a receiver
-// lapped while away, as on a small --ring, still ends its run).
-template <class Handler>
-std::size_t consumed(RingReader& reader, Handler& handler) {
-  const std::uint64_t before = reader.next_seq();
-  (void)reader.poll(handler, 256);
-  return static_cast<std::size_t>(reader.next_seq() - before);
-}
-
 double floor_one_way_run(const Options& o, Layout layout) {
-  bench::FreshMemory ring_memory(o.ring * sizeof(Slot));
+  bench::FreshMemory ring_memory(o.slots * sizeof(Slot));
   std::vector<std::uint64_t> lat =
-      bench::floor_one_way(o.receiver_cpu, layout, o.samples, kGapNs, ring_memory.make<Slot>(o.ring), o.ring);
+      bench::floor_one_way(o.receiver_cpu, layout, o.samples, kGapNs, ring_memory.make<Slot>(o.slots), o.slots);
   return median_of(lat);
 }
 
 double writer_one_way_run(const Options& o, Layout layout) {
-  bench::FreshMemory ring_memory(o.ring * sizeof(Slot));
-  Slot* ring = ring_memory.make<Slot>(o.ring);
-  bench::Apart<bench::FloorReader<kSeqWord>> reader{bench::FloorReader<kSeqWord>(ring, o.ring)};
+  bench::FreshMemory ring_memory(o.slots * sizeof(Slot));
+  Slot* ring = ring_memory.make<Slot>(o.slots);
+  bench::Apart<bench::FloorReader<kSeqWord>> reader{bench::FloorReader<kSeqWord>(ring, o.slots)};
   const Tick blank{};
-  auto send = [ring, mask = o.ring - 1, &blank](std::uint64_t i) {
+  auto send = [ring, mask = o.slots - 1, &blank](std::uint64_t i) {
     write_slot(ring[i & mask], blank, i, Clock::now(), false);
   };
   auto poll = [&](auto& handler) { return reader.v.poll(handler); };
@@ -171,23 +167,23 @@ double writer_one_way_run(const Options& o, Layout layout) {
 }
 
 double reader_one_way_run(const Options& o, Layout layout) {
-  bench::FreshMemory ring_memory(o.ring * sizeof(Slot)), credit_memory;
-  Slot* ring = ring_memory.make<Slot>(o.ring);
-  bench::Apart<RingReader> reader{RingReader(ring, o.ring, 1, &credit_memory.make<Line>()->v)};
-  auto send = [ring, capacity = o.ring](std::uint64_t i) { bench::floor_send<kSeqWord>(ring, capacity, i); };
-  auto poll = [&](auto& handler) { return consumed(reader.v, handler); };
+  bench::FreshMemory ring_memory(o.slots * sizeof(Slot)), credit_memory;
+  Slot* ring = ring_memory.make<Slot>(o.slots);
+  bench::Apart<RingReader> reader{RingReader(ring, o.slots, 1, &credit_memory.make<Line>()->v)};
+  auto send = [ring, capacity = o.slots](std::uint64_t i) { bench::floor_send<kSeqWord>(ring, capacity, i); };
+  auto poll = [&](auto& handler) { return bench::consumed(reader.v, handler); };
   return one_way_run(o, layout, send, poll);
 }
 
 double ring_one_way_run(const Options& o, Layout layout) {
-  bench::FreshMemory ring_memory(o.ring * sizeof(Slot)), credit_memory;
-  Slot* ring = ring_memory.make<Slot>(o.ring);
-  bench::Apart<RingReader> reader{RingReader(ring, o.ring, 1, &credit_memory.make<Line>()->v)};
+  bench::FreshMemory ring_memory(o.slots * sizeof(Slot)), credit_memory;
+  Slot* ring = ring_memory.make<Slot>(o.slots);
+  bench::Apart<RingReader> reader{RingReader(ring, o.slots, 1, &credit_memory.make<Line>()->v)};
   const Tick blank{};
-  auto send = [ring, mask = o.ring - 1, &blank](std::uint64_t i) {
+  auto send = [ring, mask = o.slots - 1, &blank](std::uint64_t i) {
     write_slot(ring[i & mask], blank, i, Clock::now(), false);
   };
-  auto poll = [&](auto& handler) { return consumed(reader.v, handler); };
+  auto poll = [&](auto& handler) { return bench::consumed(reader.v, handler); };
   return one_way_run(o, layout, send, poll);
 }
 
@@ -228,10 +224,10 @@ int run(const Options& o) {
     return 1;
   }
   std::printf("ring_pingpong: sender cpu %d, receiver cpu %d; p50 in ns of %llu round trips (RTT/2) "
-              "or ticks (one way) per run, one run per layout (both sides' loops shifted by 0..%d bytes), fresh memory each; "
-              "tickrail's live counters %s\n",
+              "or ticks (one way) per run, one run per layout (both sides' loops shifted by 0..%d bytes), fresh memory "
+              "each; rings of %llu slots; tickrail's live counters %s\n",
               o.sender_cpu, o.receiver_cpu, static_cast<unsigned long long>(o.samples), 8 * (kShifts - 1),
-              o.stats.c_str());
+              static_cast<unsigned long long>(o.slots), o.stats.c_str());
   std::vector<double> all[kContenders];
   std::vector<double> ring_floor, lib_floor, lib_ring, lib1_ring1;
   std::vector<double> to_floor1[kContenders];  // one way: each contender / the one-way floor
@@ -272,14 +268,15 @@ int run(const Options& o) {
   return 0;
 }
 
-}  // namespace
-
-// 64 to 65536 slots: a run longer than its ring wraps it.
+// 64 slots (a page) to 65536 (4 MiB, past L2, as tickrail-bench's drain channel); a run longer
+// than its ring wraps it.
 std::vector<std::uint64_t> ring_sizes() {
   std::vector<std::uint64_t> sizes;
   for (std::uint64_t n = 64; n <= 65536; n *= 2) sizes.push_back(n);
   return sizes;
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   Options o;
@@ -291,7 +288,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(std::uint64_t{100}, std::uint64_t{100'000'000}));
   app.add_option("--sender-cpu", o.sender_cpu, "core of the pinging thread")->check(CLI::Range(0, 4095));
   app.add_option("--receiver-cpu", o.receiver_cpu, "core of the echoing thread")->check(CLI::Range(0, 4095));
-  app.add_option("--ring", o.ring, "slots of every ring, the floors' and tickrail's channels' (a power of two)")
+  app.add_option("--ring", o.slots,
+                 "slots of every ring: the one-way floor's, the bare rings' and tickrail's channels' (a power of two)")
       ->check(CLI::IsMember(ring_sizes()))
       ->capture_default_str();
   app.add_option("--stats", o.stats, "tickrail's live counters: on or off")

@@ -38,22 +38,23 @@ void on_two_cores(int receiver_cpu, Send&& send, Receive&& receive) {
   r.join();
 }
 
-// An object on a pair of cache lines of its own. The two threads of a run keep their locals in
-// one stack frame, and what one of them writes on every tick (a reader's position, the samples'
-// vector) must not share a line with what the other reads on its timed path (the ring's
-// address, a tick to send): that would put another line's transfer into the figure, by chance
-// of where the compiler placed the locals. Two lines: the adjacent-line prefetcher fetches pairs.
+// An object on a pair of cache lines of its own. A run's objects lie in the frame that starts
+// both threads, the sending thread's locals among them, and the receiving thread reaches them by
+// reference: what one thread writes on every tick (a reader's position, the samples' vector)
+// must not share a line with what the other reads on its timed path (the ring's address, a tick
+// to send), or another line's transfer enters the figure by chance of where the compiler put
+// them. Two lines: the adjacent-line prefetcher fetches pairs. (The library's Publisher and
+// Subscriber lie on lines of their own already.)
 template <class T>
 struct alignas(2 * kCacheLine) Apart {
   T v;
 };
 
 // A channel and its subscriber, in this process, served until active (throws Error naming `what`
-// otherwise). Apart: the receiving thread writes its Subscriber on every poll, the sending thread
-// reads its Publisher on every publish.
+// otherwise).
 struct Channel {
-  alignas(2 * kCacheLine) Publisher pub;
-  alignas(2 * kCacheLine) Subscriber sub;
+  Publisher pub;
+  Subscriber sub;
   Channel(const PublisherConfig& pc, const std::string& what) : pub(pc), sub(subscriber_for(pc)) {
     (void)pub.wait_subscribers(1, std::chrono::seconds(1));
     if (!sub.wait_active(std::chrono::seconds(5))) {
@@ -189,9 +190,10 @@ std::vector<std::uint64_t> ping_pong(int receiver_cpu, Layout layout, std::uint6
   static constexpr auto echoes = echo_loops<Echo>(std::make_integer_sequence<int, kShifts>{});
   Apart<std::vector<std::uint64_t>> half;
   half.v.reserve(samples);
+  // The echoing thread runs a copy of `echo`, on its own stack (see one_way).
   on_two_cores(
       receiver_cpu, [&] { pings[copy(layout.send)](samples, step, half.v); },
-      [&] { echoes[copy(layout.receive)](samples, echo); });
+      [&, e = echo]() mutable { echoes[copy(layout.receive)](samples, e); });
   return std::move(half.v);
 }
 
@@ -205,9 +207,11 @@ std::vector<std::uint64_t> one_way(int receiver_cpu, Layout layout, std::uint64_
   Apart<std::vector<std::uint64_t>> lat;
   lat.v.reserve(samples);
   const std::uint64_t gap = Clock::instance().ns_to_cycles(gap_ns);
+  // The receiving thread runs a copy of `poll`: what it reads on every tick (the closure's
+  // captures) then lies on its own stack, not beside the sending thread's locals (Apart).
   on_two_cores(
       receiver_cpu, [&] { sends[copy(layout.send)](samples, gap, send); },
-      [&] { receives[copy(layout.receive)](samples, poll, lat.v); });
+      [&, p = poll]() mutable { receives[copy(layout.receive)](samples, p, lat.v); });
   return std::move(lat.v);
 }
 
@@ -233,14 +237,16 @@ inline std::vector<std::uint64_t> floor_ping_pong(int receiver_cpu, Layout layou
 // ---- the one-way floor ------------------------------------------------------------------------
 // The least a ring of lines can do one way, at the latency rounds' pace and between the two
 // cores' clocks, as tickrail's one-way figure is taken. Stamp i and then its number go into line
-// i mod capacity of a ring as large as the bench's channels' (kRing lines), the stamp taken before the line's
-// first store, as publish() takes it; the receiver spins on the line of the number it expects and
-// takes now minus the stamp. A receiver lapped (away for a whole ring) counts the stamps it
-// missed and times the one it found, which may then be the next lap's stamp (nothing marks a line
-// being rewritten): a run laps only when it is longer than a ring and its receiver falls a ring
-// behind. (Until session 27 this was one line rewritten in place as a seqlock, stamped after its
-// first store: that store set the line's transfer going before the stamp was read, and a reader
-// could find the line odd and wait a pause; BENCHMARKS.md, issue 17.)
+// i mod capacity of a ring of lines (tickrail-bench: kRing, its channels' size), the stamp taken
+// before the line's first store, as publish() takes it; the receiver spins on the line of the
+// number it expects and takes now minus the stamp. A receiver lapped (away for a whole ring)
+// counts the stamps it missed and times the one it found, which may then be the next lap's stamp
+// (nothing marks a line being rewritten); a RingReader lapped instead resumes at the oldest tick
+// still intact and times up to a ring of stale ones. A run laps only when it is longer than its
+// ring and its receiver falls a ring behind (8 ms at kRing lines and the default pace). (Until
+// session 27 this was one line rewritten in place as a seqlock, stamped after its first store:
+// that store set the line's transfer going before the stamp was read, and a reader could find
+// the line odd and wait a pause; BENCHMARKS.md, issue 17.)
 //
 // Its two sides come apart, so that each can face one side of tickrail's ring (ring_pingpong): a
 // line's word 0 carries the stamp and word `Number` the number, 1 in the floor, kSeqWord where a
@@ -291,6 +297,15 @@ inline std::vector<std::uint64_t> floor_one_way(int receiver_cpu, Layout layout,
   auto send = [ring, capacity](std::uint64_t i) { floor_send<1>(ring, capacity, i); };
   auto poll = [&reader](auto& handler) { return reader.v.poll(handler); };
   return one_way(receiver_cpu, layout, samples, gap_ns, send, poll);
+}
+
+// Polls `reader` once; how many ticks that consumed, those a lap skipped included, as
+// FloorReader::poll counts: a receiving loop that counts them ends even after a lap.
+template <class Handler>
+std::size_t consumed(RingReader& reader, Handler& handler) {
+  const std::uint64_t before = reader.next_seq();
+  (void)reader.poll(handler, 256);
+  return static_cast<std::size_t>(reader.next_seq() - before);
 }
 
 inline void publish_spinning(Publisher& pub, const Tick& t) {
