@@ -190,10 +190,13 @@ std::vector<std::uint64_t> ping_pong(int receiver_cpu, Layout layout, std::uint6
   static constexpr auto echoes = echo_loops<Echo>(std::make_integer_sequence<int, kShifts>{});
   Apart<std::vector<std::uint64_t>> half;
   half.v.reserve(samples);
-  // The echoing thread runs a copy of `echo`, on its own stack (see one_way).
+  // The echoing thread runs a copy of `echo`, made on its own stack (see one_way).
   on_two_cores(
       receiver_cpu, [&] { pings[copy(layout.send)](samples, step, half.v); },
-      [&, e = echo]() mutable { echoes[copy(layout.receive)](samples, e); });
+      [&] {
+        Echo e = echo;
+        echoes[copy(layout.receive)](samples, e);
+      });
   return std::move(half.v);
 }
 
@@ -207,11 +210,15 @@ std::vector<std::uint64_t> one_way(int receiver_cpu, Layout layout, std::uint64_
   Apart<std::vector<std::uint64_t>> lat;
   lat.v.reserve(samples);
   const std::uint64_t gap = Clock::instance().ns_to_cycles(gap_ns);
-  // The receiving thread runs a copy of `poll`: what it reads on every tick (the closure's
-  // captures) then lies on its own stack, not beside the sending thread's locals (Apart).
+  // The receiving thread runs a copy of `poll` made in its own frame: what it reads on every tick
+  // (the closure's captures) then lies on its own stack, not beside the sending thread's (Apart).
+  // (A lambda's init-capture would be made here, on the sender's.)
   on_two_cores(
       receiver_cpu, [&] { sends[copy(layout.send)](samples, gap, send); },
-      [&, p = poll]() mutable { receives[copy(layout.receive)](samples, p, lat.v); });
+      [&] {
+        Poll p = poll;
+        receives[copy(layout.receive)](samples, p, lat.v);
+      });
   return std::move(lat.v);
 }
 

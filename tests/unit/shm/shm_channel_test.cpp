@@ -115,7 +115,7 @@ TEST_CASE("endpointsLieOnLinesOfTheirOwnWhereverTheyArePut") {
   packed->subs.reserve(2);
   packed->subs.emplace_back(sub_config(ch));
   packed->subs.emplace_back(sub_config(ch));
-  CHECK(pair_of(&packed->flag) != pair_of(&packed->pub));
+  CHECK(apart(packed->flag, packed->pub));
   CHECK(apart(packed->subs[0], packed->subs[1]));
   for (const Subscriber& s : packed->subs) CHECK(reinterpret_cast<std::uintptr_t>(&s) % kPair == 0);
   REQUIRE(wait_for_subscribers(packed->pub, 2));
