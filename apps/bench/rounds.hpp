@@ -263,7 +263,7 @@ inline constexpr std::uint32_t kRing = 4096;  // the latency channels' ring, and
 template <unsigned Number>
 inline void floor_send(Slot* ring, std::uint64_t capacity, std::uint64_t i) noexcept {
   Slot& s = ring[i & (capacity - 1)];
-  std::atomic_ref<std::uint64_t>(s.words[0]).store(Clock::now(), std::memory_order_relaxed);
+  ring_detail::store_relaxed(s.words[0], Clock::now());
   std::atomic_ref<std::uint64_t>(s.words[Number]).store(i, std::memory_order_release);
 }
 
@@ -276,14 +276,12 @@ class FloorReader {
   template <class Handler>
   std::size_t poll(Handler& handler) noexcept {
     Slot& s = ring_[next_ & mask_];
-    const std::uint64_t n = std::atomic_ref<std::uint64_t>(s.words[Number]).load(std::memory_order_acquire);
+    const std::uint64_t n = ring_detail::load_acquire(s.words[Number]);
     if (n < next_) return 0;
     Tick t{};
-    t.send_ts = std::atomic_ref<std::uint64_t>(s.words[0]).load(std::memory_order_relaxed);
+    t.send_ts = ring_detail::load_relaxed(s.words[0]);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (std::atomic_ref<std::uint64_t>(s.words[Number]).load(std::memory_order_relaxed) != n) {
-      return 0;  // rewritten meanwhile: look again
-    }
+    if (ring_detail::load_relaxed(s.words[Number]) != n) return 0;  // rewritten meanwhile: look again
     const std::uint64_t consumed = n - next_ + 1;
     next_ = n + 1;
     handler(t);
