@@ -14,8 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "tickrail/clock.hpp"
 #include "tickrail/config.hpp"
 #include "tickrail/counters.hpp"
+#include "tickrail/ring.hpp"
 #include "tickrail/state.hpp"
 #include "tickrail/tick.hpp"
 #include "tickrail/export.hpp"
@@ -38,7 +40,50 @@ struct [[nodiscard]] PublishResult {
 
 namespace detail {
 class PublisherTransport;
-}
+
+// A ring that a publish lane writes: a subscriber's, in memory the publisher maps.
+struct LaneRing {
+  Slot* slots = nullptr;
+  bool may_be_read = false;  // its policy overwrites unread slots (write_slot)
+};
+
+// A ring transport's path for one tick, taken inline by Publisher::publish as Subscriber::poll
+// reads a ring inline: one tick needs no call, only three checks and the slot stores. The
+// transport (shm) owns it and keeps it as its own publish state: `n_rings` is 0 whenever a tick
+// needs more than the stores (nobody served, a last-value table to update), `room_until` comes
+// from the credits it last read, and each change it must see first (a seat, close()) bumps
+// `*generation`, which sends the next publish out of line. Publishing thread only.
+struct PublishLane {
+  std::uint64_t next_seq = 1;         // the next tick's sequence number
+  std::uint64_t room_until = 0;       // every ring has room below this sequence; 0: look first
+  std::uint64_t seen_generation = 0;  // *generation when the transport last looked
+  const std::atomic<std::uint64_t>* generation = nullptr;
+  const LaneRing* rings = nullptr;
+  std::uint32_t n_rings = 0;
+  bool stamp = false;  // PublisherConfig::stamp_send_time
+  std::uint64_t mask = 0;
+  std::atomic<std::uint64_t>* published_seq = nullptr;  // the channel's next_seq, for subscribers
+  PublisherCounters* counters = nullptr;
+
+  [[nodiscard]] bool takes_one() const noexcept {
+    return n_rings != 0 && next_seq < room_until &&
+           generation->load(std::memory_order_acquire) == seen_generation;
+  }
+  // As the transport's own publish of one tick; only after takes_one().
+  void write(const Tick& t) noexcept {
+    // Locals: a slot's stores could alias these fields, which would then be re-read.
+    const std::uint64_t seq = next_seq;
+    const std::uint64_t ts = stamp ? Clock::now() : t.send_ts;
+    const LaneRing* const r = rings;
+    const std::uint32_t n = n_rings;
+    const std::uint64_t at = seq & mask;
+    for (std::uint32_t i = 0; i < n; ++i) write_slot(r[i].slots[at], t, seq, ts, r[i].may_be_read);
+    next_seq = seq + 1;
+    ++counters->published;
+    published_seq->store(seq + 1, std::memory_order_relaxed);
+  }
+};
+}  // namespace detail
 
 // On lines of its own, wherever the application puts it: publish() reads it on every call, and a
 // neighbour another thread writes (the next element of a vector, polled by another core) must not
@@ -54,8 +99,17 @@ class TICKRAIL_API alignas(2 * kCacheLine) Publisher {
   Publisher(const Publisher&) = delete;
   Publisher& operator=(const Publisher&) = delete;
 
-  // Fast path: never throws, allocates, logs or makes a system call of its own.
-  PublishResult publish(const Tick& tick) noexcept;
+  // Fast path: never throws, allocates, logs or makes a system call of its own. One tick on
+  // shared memory is published inline (detail::PublishLane) unless the transport must look first.
+  PublishResult publish(const Tick& tick) noexcept {
+    if (lane_ != nullptr && lane_->takes_one()) [[likely]] {
+      lane_->write(tick);
+      // The lane changes no counter but `published` (store_stats()).
+      if (stats_.block() != nullptr) stats_.put(stats::PubCounter::published, counters_->published);
+      return {PublishStatus::ok, 1, 0};
+    }
+    return publish(std::span<const Tick>(&tick, 1));
+  }
   PublishResult publish(std::span<const Tick> ticks) noexcept;
 
   // Applies subscriber changes (attaches, detaches, dead ones reclaimed) without publishing.
@@ -101,6 +155,7 @@ class TICKRAIL_API alignas(2 * kCacheLine) Publisher {
   stats::Registration stats_;
   const PublisherCounters* counters_ = nullptr;  // impl_'s, stable for its lifetime
   std::uint64_t stored_rare_ = 0;  // store_stats(): the sum of the rare counters last stored
+  detail::PublishLane* lane_ = nullptr;  // impl_'s, for ring transports
 };
 
 [[nodiscard]] TICKRAIL_API const char* to_string(PublishStatus s) noexcept;

@@ -1,6 +1,7 @@
 #include "tickrail/publisher.hpp"
 
 #include <thread>
+#include <utility>
 
 #include "core/enum_names.hpp"
 #include "core/stats.hpp"
@@ -29,7 +30,7 @@ void detach_wakeups(detail::PublisherTransport* t) noexcept {
 }  // namespace
 
 Publisher::Publisher(const PublisherConfig& config)
-    : impl_(make_transport(config)), counters_(&impl_->counters()) {
+    : impl_(make_transport(config)), counters_(&impl_->counters()), lane_(impl_->lane()) {
   if (!config.stats) return;
   // The stats thread reads the per-subscriber table through the transport, whose subscribers()
   // is callable from any thread; stats_ is released before impl_ goes.
@@ -42,7 +43,10 @@ Publisher::Publisher(const PublisherConfig& config)
   }
 }
 Publisher::~Publisher() { detach_wakeups(impl_.get()); }
-Publisher::Publisher(Publisher&&) noexcept = default;
+// A moved-from publisher keeps no lane into the rings it gave away.
+Publisher::Publisher(Publisher&& o) noexcept
+    : impl_(std::move(o.impl_)), stats_(std::move(o.stats_)), counters_(o.counters_),
+      stored_rare_(o.stored_rare_), lane_(std::exchange(o.lane_, nullptr)) {}
 Publisher& Publisher::operator=(Publisher&& o) noexcept {
   if (this != &o) {
     detach_wakeups(impl_.get());
@@ -51,6 +55,7 @@ Publisher& Publisher::operator=(Publisher&& o) noexcept {
     stats_ = std::move(o.stats_);
     counters_ = o.counters_;
     stored_rare_ = o.stored_rare_;
+    lane_ = std::exchange(o.lane_, nullptr);
   }
   return *this;
 }
@@ -70,11 +75,6 @@ inline void Publisher::store_stats() noexcept {
   }
 }
 
-PublishResult Publisher::publish(const Tick& tick) noexcept {
-  const PublishResult r = impl_->publish(std::span<const Tick>(&tick, 1));
-  store_stats();
-  return r;
-}
 PublishResult Publisher::publish(std::span<const Tick> ticks) noexcept {
   const PublishResult r = impl_->publish(ticks);
   store_stats();

@@ -31,6 +31,8 @@ class PublisherTransport {
   virtual WakeCounter* wakeups() noexcept { return nullptr; }
   // The last-value table it writes; nullptr when the channel keeps none.
   virtual const LastValueWriter* table() const noexcept { return nullptr; }
+  // The lane Publisher::publish takes inline for one tick, or nullptr (publisher.hpp).
+  virtual PublishLane* lane() noexcept { return nullptr; }
 };
 
 class SubscriberTransport {

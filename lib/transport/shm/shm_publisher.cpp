@@ -86,6 +86,12 @@ ShmPublisher::ShmPublisher(const PublisherConfig& config, const detail::Placemen
     if (config_.lock_memory) lock_pages(rings_.back().map, ring);
   }
   if (config_.lock_memory) lock_pages(status_memory_.map, "the status line of " + what);
+  lane_.generation = &generation_;
+  lane_.rings = lane_rings_.data();
+  lane_.stamp = config_.stamp_send_time;
+  lane_.mask = mask_;
+  lane_.published_seq = &status_->next_seq;
+  lane_.counters = &counters_;
   listener_ = listen_channel(config_.shm_dir, config_.channel);
   conductor_ = detail::start_thread("tr-shm-cond", where, [this](std::stop_token st) { conductor_loop(st); });
   logger()->info("publisher: channel '{}' at {} ({} subscribers x {} slots, {} bytes; may attach: {}; "
@@ -98,9 +104,11 @@ ShmPublisher::~ShmPublisher() { close(); }
 
 void ShmPublisher::close() noexcept {
   if (closing_.exchange(true)) return;
+  // Sends the next publish out of line, where closing_ is read.
+  generation_.fetch_add(1, std::memory_order_acq_rel);
   conductor_.request_stop();
   if (conductor_.joinable()) conductor_.join();
-  status_->next_seq.store(next_seq_, std::memory_order_relaxed);
+  status_->next_seq.store(lane_.next_seq, std::memory_order_relaxed);
   status_->closed.store(1, std::memory_order_release);
   unlink_channel(listener_);
   listener_.fd = Fd();

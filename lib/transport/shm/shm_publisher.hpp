@@ -26,7 +26,7 @@ class ShmPublisher final : public detail::PublisherTransport {
   ~ShmPublisher() override;
 
   PublishResult publish(std::span<const Tick> ticks) noexcept override;
-  std::uint64_t next_sequence() const noexcept override { return next_seq_; }
+  std::uint64_t next_sequence() const noexcept override { return lane_.next_seq; }
   std::uint32_t subscriber_count() const noexcept override {
     return n_active_snapshot_.load(std::memory_order_relaxed);
   }
@@ -38,6 +38,7 @@ class ShmPublisher final : public detail::PublisherTransport {
     return table_.on() ? &table_ : nullptr;
   }
   void close() noexcept override;
+  detail::PublishLane* lane() noexcept override { return &lane_; }
 
  private:
   // A subscriber entry, in private memory. Seat state machine (each transition a CAS or a store
@@ -82,8 +83,9 @@ class ShmPublisher final : public detail::PublisherTransport {
   void reconcile() noexcept;
   void activate(std::uint32_t index) noexcept;
   void remove_active(std::uint32_t pos) noexcept;
+  void sync_lane() noexcept;  // after any change to active_
   // Returns how many of `want` ticks every block/disconnect subscriber has room for, and sets
-  // room_until_.
+  // lane_.room_until.
   std::uint64_t room(std::uint64_t want, std::uint64_t& blocked) noexcept;
 
   void conductor_loop(std::stop_token st);
@@ -112,17 +114,18 @@ class ShmPublisher final : public detail::PublisherTransport {
   std::vector<Knock> knocks_;       // conductor only
   Listener listener_;
 
-  // Bumped by the conductor on every seat change; read by publish(): a private line.
+  // Bumped by the conductor on every seat change, and by close(); read by publish(): a private
+  // line.
   alignas(kCacheLine) std::atomic<std::uint64_t> generation_{0};
 
   // Data path state (publishing thread only).
   alignas(kCacheLine) std::array<Active, kMaxSubscribers> active_{};
   std::uint32_t n_active_ = 0;
-  std::uint64_t next_seq_ = 1;
-  // Every block/disconnect subscriber has room up to this sequence (exclusive) by the credits
-  // last read: a publish that stays below it needs no look at them. 0 after any seat change.
-  std::uint64_t room_until_ = 0;
-  std::uint64_t seen_generation_ = 0;
+  // The sequence (lane_.next_seq), the generation last seen, and room_until: every
+  // block/disconnect subscriber has room below that sequence by the credits last read, so a
+  // publish that stays below it needs no look at them (0 after any seat change).
+  detail::PublishLane lane_;
+  std::array<detail::LaneRing, kMaxSubscribers> lane_rings_{};  // active_'s rings, in its order
   std::uint64_t served_mask_ = 0;  // bit i: seat i is in active_
   detail::LastValueWriter table_;
   PublisherCounters counters_{};

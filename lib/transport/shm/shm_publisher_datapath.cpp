@@ -14,18 +14,18 @@ PublishResult ShmPublisher::publish(std::span<const Tick> ticks) noexcept {
     return {PublishStatus::closed, 0, 0};
   }
   // One private line, written only when a seat changes: a plain read when nothing happened.
-  if (generation_.load(std::memory_order_acquire) != seen_generation_)
+  if (generation_.load(std::memory_order_acquire) != lane_.seen_generation)
       [[unlikely]] {
     reconcile();
   }
   const auto want = static_cast<std::uint64_t>(ticks.size());
   if (want == 0) return {n_active_ == 0 ? PublishStatus::no_subscribers : PublishStatus::ok, 0, 0};
   if (n_active_ == 0) {
-    next_seq_ += want;
-    status_->next_seq.store(next_seq_, std::memory_order_relaxed);
+    lane_.next_seq += want;
+    status_->next_seq.store(lane_.next_seq, std::memory_order_relaxed);
     if (table_.on()) {
-      table_.update(ticks, next_seq_ - want, config_.stamp_send_time ? Clock::now() : 0, counters_);
-      status_->table_next.store(next_seq_, std::memory_order_release);
+      table_.update(ticks, lane_.next_seq - want, config_.stamp_send_time ? Clock::now() : 0, counters_);
+      status_->table_next.store(lane_.next_seq, std::memory_order_release);
     }
     counters_.published += want;
     counters_.unheard += want;
@@ -33,12 +33,12 @@ PublishResult ShmPublisher::publish(std::span<const Tick> ticks) noexcept {
   }
 
   std::uint64_t blocked = 0;
-  const std::uint64_t n = next_seq_ + want <= room_until_ ? want : room(want, blocked);
+  const std::uint64_t n = lane_.next_seq + want <= lane_.room_until ? want : room(want, blocked);
   if (n != 0) {
     // Locals: the slot stores could alias members, which would then be re-read every tick.
     const bool stamping = config_.stamp_send_time;
     const std::uint64_t stamp = stamping ? Clock::now() : 0;
-    const std::uint64_t first = next_seq_;
+    const std::uint64_t first = lane_.next_seq;
     const std::uint64_t mask = mask_;
     const std::uint32_t n_active = n_active_;
     for (std::uint32_t a = 0; a < n_active; ++a) {
@@ -50,13 +50,13 @@ PublishResult ShmPublisher::publish(std::span<const Tick> ticks) noexcept {
                    may_be_read);
       }
     }
-    next_seq_ += n;
+    lane_.next_seq += n;
     counters_.published += n;
-    status_->next_seq.store(next_seq_, std::memory_order_relaxed);
+    status_->next_seq.store(lane_.next_seq, std::memory_order_relaxed);
     // After the rings and the published sequence: what TableDelivery relies on (table_delivery.hpp).
     if (table_.on()) {
       table_.update(ticks.first(n), first, stamping ? stamp : 0, counters_);
-      status_->table_next.store(next_seq_, std::memory_order_release);
+      status_->table_next.store(lane_.next_seq, std::memory_order_release);
     }
   }
   if (n == want) return {PublishStatus::ok, static_cast<std::uint32_t>(n), blocked};
@@ -76,14 +76,14 @@ std::uint64_t ShmPublisher::room(std::uint64_t want, std::uint64_t& blocked) noe
     // The slot of sequence q is free once the subscriber expects more than q - capacity. The
     // shared credit line is read only when the cached value says the ticks would not fit (all
     // of them: whether this subscriber held the call back is counted from a fresh credit).
-    if (next_seq_ + want > s.cached_credit + capacity_) {
+    if (lane_.next_seq + want > s.cached_credit + capacity_) {
       // The subscriber writes its credit: one beyond what was published is a lie that could
       // only make us overwrite its own unread ticks; clamp it, and the sums below stay exact.
       const std::uint64_t c = s.control->credit.load(std::memory_order_acquire);
-      s.cached_credit = c < next_seq_ ? c : next_seq_;
+      s.cached_credit = c < lane_.next_seq ? c : lane_.next_seq;
     }
     const std::uint64_t limit = s.cached_credit + capacity_;
-    const std::uint64_t fits = limit > next_seq_ ? limit - next_seq_ : 0;
+    const std::uint64_t fits = limit > lane_.next_seq ? limit - lane_.next_seq : 0;
     if (fits < want) {
       // It holds this call back (its ring has room for fewer ticks than asked).
       s.control->back_pressure.store(s.control->back_pressure.load(std::memory_order_relaxed) + 1,
@@ -117,13 +117,13 @@ std::uint64_t ShmPublisher::room(std::uint64_t want, std::uint64_t& blocked) noe
   }
   // Below `until` every fit is at least 1 and nothing above would differ: no back-pressure
   // to count, no eviction clock running.
-  room_until_ = until;
+  lane_.room_until = until;
   return allowed;
 }
 
 void ShmPublisher::reconcile() noexcept {
-  seen_generation_ = generation_.load(std::memory_order_acquire);
-  room_until_ = 0;
+  lane_.seen_generation = generation_.load(std::memory_order_acquire);
+  lane_.room_until = 0;
   for (std::uint32_t i = 0; i < max_subscribers_; ++i) {
     Seat& seat = seats_[i];
     const auto state = static_cast<SeatState>(seat.state.load(std::memory_order_acquire));
@@ -150,8 +150,8 @@ void ShmPublisher::activate(std::uint32_t index) noexcept {
   Seat& seat = seats_[index];
   Control& c = *seat.control;
   // Late join: the subscriber starts at the next tick published.
-  c.start_seq.store(next_seq_, std::memory_order_relaxed);
-  c.credit.store(next_seq_, std::memory_order_relaxed);
+  c.start_seq.store(lane_.next_seq, std::memory_order_relaxed);
+  c.credit.store(lane_.next_seq, std::memory_order_relaxed);
   c.back_pressure.store(0, std::memory_order_relaxed);
   std::uint32_t expected = st(SeatState::pending);
   if (!seat.state.compare_exchange_strong(expected, st(SeatState::active), std::memory_order_acq_rel)) {
@@ -162,12 +162,13 @@ void ShmPublisher::activate(std::uint32_t index) noexcept {
   s = Active{};
   s.ring = static_cast<Slot*>(rings_[index].map.get());
   s.control = &c;
-  s.cached_credit = next_seq_;
+  s.cached_credit = lane_.next_seq;
   s.index = index;
   s.policy = seat.policy;
   s.disconnect_cycles = Clock::instance().ns_to_cycles(static_cast<double>(seat.disconnect_after_ns));
   if (s.disconnect_cycles == 0) s.disconnect_cycles = 1;
   served_mask_ |= std::uint64_t{1} << index;
+  sync_lane();
 }
 
 void ShmPublisher::remove_active(std::uint32_t pos) noexcept {
@@ -175,6 +176,15 @@ void ShmPublisher::remove_active(std::uint32_t pos) noexcept {
   active_[pos] = active_[n_active_ - 1];
   --n_active_;
   n_active_snapshot_.store(n_active_, std::memory_order_relaxed);
+  sync_lane();
+}
+
+void ShmPublisher::sync_lane() noexcept {
+  for (std::uint32_t a = 0; a < n_active_; ++a) {
+    lane_rings_[a] = {active_[a].ring, never_waits(active_[a].policy)};
+  }
+  // A tick that must also go into the table is published out of line.
+  lane_.n_rings = table_.on() ? 0 : n_active_;
 }
 
 }  // namespace tickrail::shm

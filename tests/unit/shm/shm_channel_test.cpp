@@ -195,6 +195,138 @@ TEST_CASE("publisherReportsBackPressureWhenABlockRingIsFull") {
   REQUIRE(sub.counters().lost == 0);
 }
 
+// One tick at a time takes the publisher's inline lane (publisher.hpp): it must stop where a
+// batch would, at a full block ring, and go on once the subscriber has read.
+TEST_CASE("singleTicksStopAtAFullBlockRingAndGoOnOnceItIsRead") {
+  const auto ch = unique_channel("block-one");
+  Publisher pub(pub_config(ch, 8));
+  Subscriber sub(sub_config(ch));
+  REQUIRE(wait_for_subscribers(pub, 1));
+  REQUIRE(sub.wait_active(1s));
+  const std::uint64_t first = pub.next_sequence();
+  for (std::uint64_t i = 0; i < 8; ++i) REQUIRE(pub.publish(payload(i)).ok());
+  auto r = pub.publish(payload(8));
+  REQUIRE(r.status == PublishStatus::back_pressured);
+  REQUIRE(r.published == 0);
+  REQUIRE(r.blocked != 0);
+  REQUIRE(sub.poll([](const Tick&) {}, 3) == 3);
+  for (std::uint64_t i = 8; i < 11; ++i) REQUIRE(pub.publish(payload(i)).ok());
+  REQUIRE(pub.publish(payload(11)).status == PublishStatus::back_pressured);
+  const auto got = drain(sub);
+  REQUIRE(got.size() == 8);
+  for (std::uint64_t i = 0; i < 8; ++i) {
+    CHECK(got[i].seq == first + 3 + i);
+    CHECK(got[i].order_ref == 3 + i);
+    CHECK(payload_ok(got[i]));
+  }
+  CHECK(pub.counters().published == 11);
+  CHECK(pub.counters().back_pressured == 2);
+  CHECK(sub.counters().lost == 0);
+}
+
+// A subscriber that attaches while single ticks flow is served by the publish calls alone: the
+// seat change reaches the lane, and the newcomer gets every tick from its start on.
+TEST_CASE("aSubscriberAttachingWhileSingleTicksFlowGetsEveryTickFromItsStart") {
+  const auto ch = unique_channel("join-flow");
+  Publisher pub(pub_config(ch));
+  Subscriber a(sub_config(ch));
+  REQUIRE(wait_for_subscribers(pub, 1));
+  REQUIRE(a.wait_active(1s));
+  std::vector<Tick> got_a;
+  std::vector<Tick> got_b;
+  auto keep = [](std::vector<Tick>& v) { return [&v](const Tick& t) { v.push_back(t); }; };
+  const std::uint64_t first = pub.next_sequence();
+  std::uint64_t i = 0;
+  for (; i < 5; ++i) REQUIRE(pub.publish(payload(i)).ok());
+  Subscriber b(sub_config(ch));
+  // No service() nor wait_subscribers() here: only publish() may take the newcomer in.
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (got_b.size() < 5 && std::chrono::steady_clock::now() < deadline) {
+    REQUIRE(pub.publish(payload(i++)).ok());
+    (void)a.poll(keep(got_a));
+    (void)b.poll(keep(got_b));
+    std::this_thread::sleep_for(100us);
+  }
+  REQUIRE(got_b.size() >= 5);
+  CHECK(pub.subscriber_count() == 2);
+  while (a.poll(keep(got_a)) != 0) {
+  }
+  while (b.poll(keep(got_b)) != 0) {
+  }
+  REQUIRE(got_a.size() == i);
+  for (std::uint64_t k = 0; k < i; ++k) CHECK(got_a[k].seq == first + k);
+  CHECK(b.counters().lost == 0);
+  CHECK(got_b.back().seq == first + i - 1);
+  for (std::size_t k = 1; k < got_b.size(); ++k) CHECK(got_b[k].seq == got_b[k - 1].seq + 1);
+  for (const Tick& t : got_b) CHECK(t.order_ref == t.seq - first);
+}
+
+TEST_CASE("closingWhileSingleTicksFlowRefusesTheNextOneAndLosesNone") {
+  const auto ch = unique_channel("close-flow");
+  Publisher pub(pub_config(ch));
+  Subscriber sub(sub_config(ch));
+  REQUIRE(wait_for_subscribers(pub, 1));
+  REQUIRE(sub.wait_active(1s));
+  for (std::uint64_t i = 0; i < 5; ++i) REQUIRE(pub.publish(payload(i)).ok());
+  std::thread([&pub] { pub.close(); }).join();  // close() may come from any thread
+  const auto r = pub.publish(payload(5));
+  CHECK(r.status == PublishStatus::closed);
+  CHECK(r.published == 0);
+  CHECK(pub.counters().published == 5);
+  const auto got = drain(sub);
+  REQUIRE(got.size() == 5);
+  CHECK(got.back().order_ref == 4);
+  CHECK(sub.state() == SubscriberState::publisher_gone);
+}
+
+TEST_CASE("sendTimeIsStampedOrPassedOnAsConfigured") {
+  for (const bool stamp : {false, true}) {
+    CAPTURE(stamp);
+    const auto ch = unique_channel("stamp");
+    auto pc = pub_config(ch);
+    pc.stamp_send_time = stamp;
+    Publisher pub(pc);
+    Subscriber sub(sub_config(ch));
+    REQUIRE(wait_for_subscribers(pub, 1));
+    REQUIRE(sub.wait_active(1s));
+    const std::uint64_t before = Clock::now();
+    for (std::uint64_t i = 0; i < 5; ++i) {
+      Tick t = payload(i);
+      t.send_ts = 1000 + i;
+      REQUIRE(pub.publish(t).ok());
+    }
+    const std::uint64_t after = Clock::now();
+    const auto got = drain(sub);
+    REQUIRE(got.size() == 5);
+    for (std::uint64_t i = 0; i < 5; ++i) {
+      if (stamp) {
+        CHECK(got[i].send_ts >= before);
+        CHECK(got[i].send_ts <= after);
+      } else {
+        CHECK(got[i].send_ts == 1000 + i);
+      }
+    }
+  }
+}
+
+TEST_CASE("aMovedPublisherGoesOnPublishingOnItsChannel") {
+  const auto ch = unique_channel("moved");
+  Publisher first(pub_config(ch));
+  Subscriber sub(sub_config(ch));
+  REQUIRE(wait_for_subscribers(first, 1));
+  REQUIRE(sub.wait_active(1s));
+  for (std::uint64_t i = 0; i < 3; ++i) REQUIRE(first.publish(payload(i)).ok());
+  Publisher second(std::move(first));
+  for (std::uint64_t i = 3; i < 6; ++i) REQUIRE(second.publish(payload(i)).ok());
+  Publisher third(pub_config(unique_channel("moved-over")));
+  third = std::move(second);
+  for (std::uint64_t i = 6; i < 9; ++i) REQUIRE(third.publish(payload(i)).ok());
+  const auto got = drain(sub);
+  REQUIRE(got.size() == 9);
+  for (std::uint64_t i = 0; i < 9; ++i) CHECK(got[i].order_ref == i);
+  CHECK(third.counters().published == 9);
+}
+
 TEST_CASE("eachSubscriberShowsHowOftenItsRingHeldThePublisherBack") {
   const auto ch = unique_channel("bp-rows");
   Publisher pub(pub_config(ch, 8));
