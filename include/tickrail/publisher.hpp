@@ -52,7 +52,8 @@ struct LaneRing {
 // transport (shm) owns it and keeps it as its own publish state: `n_rings` is 0 whenever a tick
 // needs more than the stores (nobody served, a last-value table to update), `room_until` comes
 // from the credits it last read, and each change it must see first (a seat, close()) bumps
-// `*generation`, which sends the next publish out of line. Publishing thread only.
+// `*generation`, which sends the next publish out of line. Publishing thread only (close(), from
+// any thread, touches only `*generation`).
 struct PublishLane {
   std::uint64_t next_seq = 1;         // the next tick's sequence number
   std::uint64_t room_until = 0;       // every ring has room below this sequence; 0: look first

@@ -108,7 +108,8 @@ void ShmPublisher::close() noexcept {
   generation_.fetch_add(1, std::memory_order_acq_rel);
   conductor_.request_stop();
   if (conductor_.joinable()) conductor_.join();
-  status_->next_seq.store(lane_.next_seq, std::memory_order_relaxed);
+  // No store of the sequence: every publish keeps it current, and close() may run on another
+  // thread than publish(), which owns the lane.
   status_->closed.store(1, std::memory_order_release);
   unlink_channel(listener_);
   listener_.fd = Fd();

@@ -121,8 +121,8 @@ class ShmPublisher final : public detail::PublisherTransport {
   // Data path state (publishing thread only).
   alignas(kCacheLine) std::array<Active, kMaxSubscribers> active_{};
   std::uint32_t n_active_ = 0;
-  // The sequence (lane_.next_seq), the generation last seen, and room_until: every
-  // block/disconnect subscriber has room below that sequence by the credits last read, so a
+  // The sequence (lane_.next_seq), the generation last seen, and lane_.room_until: every
+  // block/disconnect subscriber has room below lane_.room_until by the credits last read, so a
   // publish that stays below it needs no look at them (0 after any seat change).
   detail::PublishLane lane_;
   std::array<detail::LaneRing, kMaxSubscribers> lane_rings_{};  // active_'s rings, in its order

@@ -13,7 +13,8 @@ PublishResult ShmPublisher::publish(std::span<const Tick> ticks) noexcept {
   if (closing_.load(std::memory_order_relaxed)) [[unlikely]] {
     return {PublishStatus::closed, 0, 0};
   }
-  // One private line, written only when a seat changes: a plain read when nothing happened.
+  // One private line, written only when a seat changes or on close(): a plain read when nothing
+  // happened.
   if (generation_.load(std::memory_order_acquire) != lane_.seen_generation)
       [[unlikely]] {
     reconcile();
@@ -32,6 +33,7 @@ PublishResult ShmPublisher::publish(std::span<const Tick> ticks) noexcept {
     return {PublishStatus::no_subscribers, static_cast<std::uint32_t>(want), 0};
   }
 
+  // The lane (publisher.hpp) publishes one tick as this does: a change here is one there too.
   std::uint64_t blocked = 0;
   const std::uint64_t n = lane_.next_seq + want <= lane_.room_until ? want : room(want, blocked);
   if (n != 0) {

@@ -225,11 +225,13 @@ TEST_CASE("singleTicksStopAtAFullBlockRingAndGoOnOnceItIsRead") {
 }
 
 // A subscriber that attaches while single ticks flow is served by the publish calls alone: the
-// seat change reaches the lane, and the newcomer gets every tick from its start on.
+// seat change reaches the lane, and the newcomer gets every tick from its start on. The first
+// subscriber drops: a block one's credit would send a publish out of line every ring's length,
+// where the seat change would be found without the lane.
 TEST_CASE("aSubscriberAttachingWhileSingleTicksFlowGetsEveryTickFromItsStart") {
   const auto ch = unique_channel("join-flow");
   Publisher pub(pub_config(ch));
-  Subscriber a(sub_config(ch));
+  Subscriber a(sub_config(ch, SlowConsumerPolicy::drop));
   REQUIRE(wait_for_subscribers(pub, 1));
   REQUIRE(a.wait_active(1s));
   std::vector<Tick> got_a;
@@ -261,7 +263,31 @@ TEST_CASE("aSubscriberAttachingWhileSingleTicksFlowGetsEveryTickFromItsStart") {
   for (const Tick& t : got_b) CHECK(t.order_ref == t.seq - first);
 }
 
-TEST_CASE("closingWhileSingleTicksFlowRefusesTheNextOneAndLosesNone") {
+// Likewise a subscriber that leaves: only publish() lets go of its seat.
+TEST_CASE("aSubscriberLeavingWhileSingleTicksFlowIsLetGoByThePublishCallsAlone") {
+  const auto ch = unique_channel("leave-flow");
+  Publisher pub(pub_config(ch));
+  Subscriber a(sub_config(ch, SlowConsumerPolicy::drop));
+  auto b = std::make_unique<Subscriber>(sub_config(ch, SlowConsumerPolicy::drop));
+  REQUIRE(wait_for_subscribers(pub, 2));
+  std::uint64_t i = 0;
+  for (; i < 5; ++i) REQUIRE(pub.publish(payload(i)).ok());
+  b.reset();
+  std::vector<Tick> got;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (pub.subscriber_count() != 1 && std::chrono::steady_clock::now() < deadline) {
+    REQUIRE(pub.publish(payload(i++)).ok());
+    (void)a.poll([&](const Tick& t) { got.push_back(t); });
+    std::this_thread::sleep_for(100us);
+  }
+  REQUIRE(pub.subscriber_count() == 1);
+  const auto rest = drain(a);
+  got.insert(got.end(), rest.begin(), rest.end());
+  REQUIRE(got.size() == i);
+  CHECK(a.counters().lost == 0);
+}
+
+TEST_CASE("aPublisherClosedFromAnotherThreadRefusesItsNextTickAndLosesNone") {
   const auto ch = unique_channel("close-flow");
   Publisher pub(pub_config(ch));
   Subscriber sub(sub_config(ch));
@@ -318,13 +344,22 @@ TEST_CASE("aMovedPublisherGoesOnPublishingOnItsChannel") {
   for (std::uint64_t i = 0; i < 3; ++i) REQUIRE(first.publish(payload(i)).ok());
   Publisher second(std::move(first));
   for (std::uint64_t i = 3; i < 6; ++i) REQUIRE(second.publish(payload(i)).ok());
-  Publisher third(pub_config(unique_channel("moved-over")));
+  // A subscriber on the channel that `third` gives up: a lane kept into its rings would write
+  // into memory gone with it.
+  const auto over = unique_channel("moved-over");
+  Publisher third(pub_config(over));
+  Subscriber on_over(sub_config(over));
+  REQUIRE(wait_for_subscribers(third, 1));
+  REQUIRE(third.publish(payload(100)).ok());
+  REQUIRE(third.publish(payload(101)).ok());
   third = std::move(second);
   for (std::uint64_t i = 6; i < 9; ++i) REQUIRE(third.publish(payload(i)).ok());
   const auto got = drain(sub);
   REQUIRE(got.size() == 9);
   for (std::uint64_t i = 0; i < 9; ++i) CHECK(got[i].order_ref == i);
   CHECK(third.counters().published == 9);
+  CHECK(drain(on_over).size() == 2);
+  CHECK(on_over.state() == SubscriberState::publisher_gone);
 }
 
 TEST_CASE("eachSubscriberShowsHowOftenItsRingHeldThePublisherBack") {
