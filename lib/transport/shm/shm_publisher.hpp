@@ -71,7 +71,6 @@ class ShmPublisher final : public detail::PublisherTransport {
 
   // What the data path keeps per subscriber it writes to: everything on its own cache lines.
   struct alignas(kCacheLine) Active {
-    Slot* ring = nullptr;
     Control* control = nullptr;
     std::uint64_t cached_credit = 0;     // last credit read, clamped; re-read only when full
     std::uint64_t full_since = 0;         // Clock cycles; 0 while not full
@@ -125,7 +124,8 @@ class ShmPublisher final : public detail::PublisherTransport {
   // block/disconnect subscriber has room below lane_.room_until by the credits last read, so a
   // publish that stays below it needs no look at them (0 after any seat change).
   detail::PublishLane lane_;
-  std::array<detail::LaneRing, kMaxSubscribers> lane_rings_{};  // active_'s rings, in its order
+  // The rings of active_, in its order: what every publish writes, inline or not.
+  std::array<detail::LaneRing, kMaxSubscribers> lane_rings_{};
   std::uint64_t served_mask_ = 0;  // bit i: seat i is in active_
   detail::LastValueWriter table_;
   PublisherCounters counters_{};

@@ -44,8 +44,8 @@ PublishResult ShmPublisher::publish(std::span<const Tick> ticks) noexcept {
     const std::uint64_t mask = mask_;
     const std::uint32_t n_active = n_active_;
     for (std::uint32_t a = 0; a < n_active; ++a) {
-      Slot* const ring = active_[a].ring;
-      const bool may_be_read = never_waits(active_[a].policy);
+      Slot* const ring = lane_rings_[a].slots;
+      const bool may_be_read = lane_rings_[a].may_be_read;
       for (std::uint64_t j = 0; j < n; ++j) {
         const Tick& t = ticks[j];
         write_slot(ring[(first + j) & mask], t, first + j, stamping ? stamp : t.send_ts,
@@ -162,7 +162,6 @@ void ShmPublisher::activate(std::uint32_t index) noexcept {
   c.state.store(st(ControlState::active), std::memory_order_release);
   Active& s = active_[n_active_++];
   s = Active{};
-  s.ring = static_cast<Slot*>(rings_[index].map.get());
   s.control = &c;
   s.cached_credit = lane_.next_seq;
   s.index = index;
@@ -183,7 +182,8 @@ void ShmPublisher::remove_active(std::uint32_t pos) noexcept {
 
 void ShmPublisher::sync_lane() noexcept {
   for (std::uint32_t a = 0; a < n_active_; ++a) {
-    lane_rings_[a] = {active_[a].ring, never_waits(active_[a].policy)};
+    const Active& s = active_[a];
+    lane_rings_[a] = {static_cast<Slot*>(rings_[s.index].map.get()), never_waits(s.policy)};
   }
   // A tick that must also go into the table is published out of line.
   lane_.n_rings = table_.on() ? 0 : n_active_;
