@@ -117,8 +117,8 @@ class TICKRAIL_API alignas(2 * kCacheLine) FailoverSubscriber {
   // Delivers to `handler(const Tick&)` what polling each line (up to `limit` ticks from each)
   // brings first; returns how many ticks it delivered. Inline while both lines are up and
   // neither is UD. Every 64th poll that found a line empty calls out of line (look_at_lines),
-  // which reads the states of the lines found empty at most once every quarter of hole_timeout
-  // or every 100 us, whichever is shorter. A poll with `limit` 0 reads nothing and looks at
+  // which reads the states of the lines up at most once every quarter of hole_timeout or every
+  // 100 us, whichever is shorter. A poll with `limit` 0 reads nothing and looks at
   // nothing. The handler must not poll this FailoverSubscriber.
   template <class Handler>
   std::size_t poll(Handler&& handler, std::size_t limit = 256) noexcept {

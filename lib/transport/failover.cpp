@@ -37,6 +37,12 @@ struct FailoverSubscriber::Impl {
     std::uint64_t down_cycles = 0;  // before down_since
     std::uint64_t recovered_before = 0;  // ticks read back by the Subscribers it replaced
     bool covers = false;  // a UD line: told what the other line delivered (cover_below)
+    // Since a look found its publisher ended: the ticks it had brought then, and what it may
+    // still bring (after_end()); a line that brings more goes down.
+    bool end_seen = false;
+    std::uint64_t brought_at_end = 0;
+    std::uint64_t allowance = 0;
+    std::uint64_t ended_look = 0;  // Clock cycles: the last look that found it ended
     std::atomic<Subscriber*> fresh{nullptr};
     std::atomic<Subscriber*> retired{nullptr};
     std::atomic<bool> wanted{false};
@@ -203,6 +209,7 @@ void FailoverSubscriber::Impl::adopt(int i, Deliver& deliver) noexcept {
   l.retired.store(l.sub.release(), std::memory_order_release);
   l.sub.reset(l.fresh.exchange(nullptr, std::memory_order_acquire));
   l.up = true;
+  l.end_seen = false;
   l.up_since = Clock::now();
   l.down_cycles += l.up_since - l.down_since;
   arb.line_up(i);
@@ -243,17 +250,40 @@ void FailoverSubscriber::Impl::time_copy(int i, std::uint64_t seq, bool first, s
 // line's state is a call through a pointer and a clock read, and a spinning loop finds a line
 // empty every few tens of ns, so looking on every 64th such poll held the ticks that came
 // meanwhile back by enough to move the p50 (BENCHMARKS.md, issue 15).
+// A line whose publisher ended goes down once a poll finds it empty, or, should its publisher
+// write after its end, once it has brought more than was on its way then.
 template <class Deliver>
 void FailoverSubscriber::Impl::look_at_lines(bool a_empty, bool b_empty, std::size_t limit, Deliver& deliver) noexcept {
-  const bool look[2] = {a_empty && lines[0].up, b_empty && lines[1].up};
-  if (limit == 0 || (!look[0] && !look[1])) return;
+  if (limit == 0 || (!lines[0].up && !lines[1].up)) return;
   const std::uint64_t now = Clock::now();
   if (now - last_look < look_cycles) return;
   last_look = now;
+  const bool empty[2] = {a_empty, b_empty};
   for (int i = 0; i < 2; ++i) {
-    const Line& l = lines[i];
-    if (!look[i] || !ended(l.sub->state())) continue;
-    if (l.sub->poll([&](const Tick& t) { (void)arb.offer(i, t, deliver); }, limit) == 0) went_down(i, deliver);
+    Line& l = lines[i];
+    if (!l.up) continue;
+    if (!ended(l.sub->state())) {
+      l.end_seen = false;  // a silence that ended
+      continue;
+    }
+    const auto brought = [&] {
+      const SubscriberCounters c = l.sub->counters();
+      return c.received + c.from_table;
+    };
+    // Looks that found it ended less than publisher_timeout apart saw one end: for a silence
+    // to break and come back between them takes longer.
+    const auto timeout_ns = std::chrono::nanoseconds(l.sub->config().publisher_timeout).count();
+    if (!l.end_seen || now - l.ended_look > Clock::instance().ns_to_cycles(static_cast<double>(timeout_ns))) {
+      l.end_seen = true;
+      l.brought_at_end = brought();
+      l.allowance = l.sub->impl_->after_end();
+    }
+    l.ended_look = now;
+    if (empty[i] && l.sub->poll([&](const Tick& t) { (void)arb.offer(i, t, deliver); }, limit) == 0) {
+      went_down(i, deliver);
+    } else if (brought() - l.brought_at_end > l.allowance) {
+      went_down(i, deliver);
+    }
   }
 }
 

@@ -54,6 +54,11 @@ class SubscriberTransport {
   virtual SubscriberState state() const noexcept = 0;
   virtual SubscriberCounters counters() const noexcept = 0;
   virtual std::uint64_t next_sequence() const noexcept = 0;
+  // The most ticks poll() can still deliver, from now on, once the publisher has ended: what was
+  // on its way (its ring; or its receive and reorder buffers and what it has to read back), and
+  // a last-value table delivered twice. A line that brings more has a publisher writing after
+  // its end (FailoverSubscriber takes it down).
+  virtual std::uint64_t after_end() const noexcept = 0;
   virtual std::string reason() const = 0;
   virtual const SubscriberConfig& config() const noexcept = 0;
   // start = snapshot: true until the snapshot is delivered (poll() delivers it first).

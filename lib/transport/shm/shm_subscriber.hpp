@@ -50,6 +50,9 @@ class ShmSubscriber final : public detail::SubscriberTransport {
     return c;
   }
   std::uint64_t next_sequence() const noexcept override { return reader_.next_seq(); }
+  std::uint64_t after_end() const noexcept override {
+    return capacity_ + (table_delivery_ != nullptr ? 2 * table_delivery_->geometry().entries() : 0);
+  }
   std::string reason() const override;
   const SubscriberConfig& config() const noexcept override { return config_; }
   void close() noexcept override;

@@ -145,6 +145,67 @@ TEST_CASE("two publisher processes, one killed with kill -9 mid-stream: nothing 
   CHECK(c.line[0].downs == 0);
 }
 
+// A publisher that says it has ended (here: silent, its heartbeat a second apart against a
+// 20 ms publisher_timeout) but goes on writing: its line never comes up empty, yet goes down
+// once it has brought more than its ring held when the end was seen.
+TEST_CASE("a line whose publisher writes after its end goes down all the same", "[failover]") {
+  const auto a = unique_channel("fo-wa");
+  const auto b = unique_channel("fo-wb");
+  PublisherConfig silent = publisher(a);
+  silent.conductor_period = 1000ms;
+  silent.ring_capacity = 1024;
+  Publisher pa(silent);
+  Publisher pb(publisher(b));
+  FailoverConfig c = lines(a, b);
+  c.line[0].publisher_timeout = 20ms;
+  FailoverSubscriber fs(c);
+  REQUIRE(wait_for_subscribers(pa, 1));
+  REQUIRE(wait_for_subscribers(pb, 1));
+  App app;
+  std::uint64_t i = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (fs.counters().line[0].downs == 0 && std::chrono::steady_clock::now() < deadline) {
+    publish(pa, i, i + 32, fs, app);  // line B stays empty: the failover looks at the lines
+    i += 32;
+  }
+  const auto k = fs.counters();
+  CHECK(k.line[0].downs == 1);
+  CHECK(k.line[1].downs == 0);
+  CHECK(app.ok);
+  CHECK(k.gaps == 0);
+}
+
+// The other side of the rule above: a line whose publisher closed with a ring the other line
+// lacks is read out, slowly and never found empty, before it goes down.
+TEST_CASE("a line whose publisher closed is read out before it goes down, however slowly", "[failover]") {
+  const auto a = unique_channel("fo-ra");
+  const auto b = unique_channel("fo-rb");
+  PublisherConfig full = publisher(a);
+  full.ring_capacity = 1024;
+  auto pa = std::make_unique<Publisher>(full);
+  Publisher pb(publisher(b));
+  FailoverSubscriber fs(lines(a, b));
+  REQUIRE(wait_for_subscribers(*pa, 1));
+  REQUIRE(wait_for_subscribers(pb, 1));
+  std::vector<Tick> ticks;
+  for (std::uint64_t i = 0; i < 1000; ++i) ticks.push_back(payload(i));
+  REQUIRE(pa->publish(std::span<const Tick>(ticks)).published == 1000);
+  pa.reset();  // closed, its ring full of what line B never had
+  App app;
+  // A tick a poll, 20 us apart: line B is empty at every poll and the failover looks at line A
+  // every 64 polls while it still has ticks.
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (fs.line_up(0) && std::chrono::steady_clock::now() < deadline) {
+    (void)fs.poll(app, 1);
+    std::this_thread::sleep_for(20us);
+  }
+  const auto k = fs.counters();
+  CHECK(app.got == 1000);
+  CHECK(app.ok);
+  CHECK(k.gaps == 0);
+  CHECK(k.line[0].downs == 1);
+}
+
 // poll() reads two rings' lines inline (FailoverHot): this is its hole watch and its counters.
 TEST_CASE("a hole neither line fills is given up after hole_timeout, and what waited beyond it follows", "[failover]") {
   const auto a = unique_channel("fo-ha");

@@ -69,6 +69,9 @@ class RcSubscriber final : public detail::SubscriberTransport {
   SubscriberState state() const noexcept override;
   SubscriberCounters counters() const noexcept override;
   std::uint64_t next_sequence() const noexcept override;
+  std::uint64_t after_end() const noexcept override {
+    return capacity_ + (delivery_ != nullptr ? 2 * delivery_->geometry().entries() : 0);
+  }
   std::string reason() const override;
   const SubscriberConfig& config() const noexcept override { return config_; }
   detail::WakeCounter* wakeups() noexcept override { return &wakeups_; }

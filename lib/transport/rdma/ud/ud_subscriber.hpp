@@ -68,6 +68,7 @@ class UdSubscriber final : public detail::SubscriberTransport {
   SubscriberState state() const noexcept override;
   SubscriberCounters counters() const noexcept override;
   std::uint64_t next_sequence() const noexcept override;
+  std::uint64_t after_end() const noexcept override;
   void cover_below(std::uint64_t seq, std::uint64_t read_until) noexcept override;
   std::string reason() const override;
   const SubscriberConfig& config() const noexcept override { return config_; }

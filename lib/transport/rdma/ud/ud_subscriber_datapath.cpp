@@ -1,5 +1,7 @@
 // The UD poll path: no allocation, no exceptions, no logging, no system calls of its own
 // (ibv_poll_cq, ibv_post_recv and ibv_post_send are the provider's).
+#include <algorithm>
+
 #include "tickrail/clock.hpp"
 #include "transport/rdma/ud/ud_subscriber.hpp"
 
@@ -322,6 +324,18 @@ SubscriberCounters UdSubscriber::counters() const noexcept {
 
 std::uint64_t UdSubscriber::next_sequence() const noexcept {
   return groups_.empty() ? 0 : groups_.front()->tracker.next();
+}
+
+// Every posted buffer full of ticks, every group's reorder window and what it still has to read
+// back (at most its publisher's history), and a table delivered twice (snapshot, conflation).
+std::uint64_t UdSubscriber::after_end() const noexcept {
+  std::uint64_t n = delivery_ != nullptr ? 2 * delivery_->geometry().entries() : 0;
+  for (const auto& g : groups_) {
+    const SequenceTracker& t = g->tracker;
+    const std::uint64_t behind = t.highest() > t.next() ? t.highest() - t.next() : 0;
+    n += std::uint64_t{g->nbufs} * ticks_per_mtu(mtu_) + t.capacity() + std::min(behind, g->history);
+  }
+  return n;
 }
 
 std::uint64_t UdSubscriber::session(std::size_t group) const noexcept {
