@@ -62,6 +62,7 @@ struct PublishLane {
   const LaneRing* rings = nullptr;
   std::uint32_t n_rings = 0;
   bool stamp = false;  // PublisherConfig::stamp_send_time
+  std::uint32_t prefetch = 0;  // PublisherConfig::prefetch_ahead
   std::uint64_t mask = 0;
   std::atomic<std::uint64_t>* published_seq = nullptr;  // the channel's next_seq, for subscribers
   PublisherCounters* counters = nullptr;
@@ -79,6 +80,9 @@ struct PublishLane {
     const std::uint32_t n = n_rings;
     const std::uint64_t at = seq & mask;
     for (std::uint32_t i = 0; i < n; ++i) write_slot(r[i].slots[at], t, seq, ts, r[i].may_be_read);
+    if (prefetch != 0) {
+      for (std::uint32_t i = 0; i < n; ++i) __builtin_prefetch(&r[i].slots[(seq + prefetch) & mask], 1, 3);
+    }
     next_seq = seq + 1;
     ++counters->published;
     published_seq->store(seq + 1, std::memory_order_relaxed);

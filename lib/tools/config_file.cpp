@@ -333,6 +333,7 @@ void read_publisher_config(ConfigFile& file, PublisherConfig& out) {
   p.get("max_subscribers", out.max_subscribers);
   p.get("ring_capacity", out.ring_capacity);
   p.get("stamp_send_time", out.stamp_send_time);
+  p.get("prefetch_ahead", out.prefetch_ahead);
   p.get("lock_memory", out.lock_memory);
   p.get("conductor_period_ms", out.conductor_period);
   p.get("allow_users", out.allow_users);

@@ -43,6 +43,7 @@ PublishResult ShmPublisher::publish(std::span<const Tick> ticks) noexcept {
     const std::uint64_t first = lane_.next_seq;
     const std::uint64_t mask = mask_;
     const std::uint32_t n_active = n_active_;
+    const std::uint64_t ahead = lane_.prefetch;
     for (std::uint32_t a = 0; a < n_active; ++a) {
       Slot* const ring = lane_rings_[a].slots;
       const bool may_be_read = lane_rings_[a].may_be_read;
@@ -50,6 +51,7 @@ PublishResult ShmPublisher::publish(std::span<const Tick> ticks) noexcept {
         const Tick& t = ticks[j];
         write_slot(ring[(first + j) & mask], t, first + j, stamping ? stamp : t.send_ts,
                    may_be_read);
+        if (ahead != 0) __builtin_prefetch(&ring[(first + j + ahead) & mask], 1, 3);
       }
     }
     lane_.next_seq += n;

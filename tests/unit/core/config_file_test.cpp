@@ -51,6 +51,7 @@ shm_dir = "/tmp"
 max_subscribers = 4
 ring_capacity = 1024
 stamp_send_time = false
+prefetch_ahead = 16
 lock_memory = true
 conductor_period_ms = 7
 stats = false
@@ -88,6 +89,7 @@ address = "0.0.0.0"
   CHECK(c.max_subscribers == 4);
   CHECK(c.ring_capacity == 1024);
   CHECK_FALSE(c.stamp_send_time);
+  CHECK(c.prefetch_ahead == 16);
   CHECK(c.lock_memory);
   CHECK(c.conductor_period == std::chrono::milliseconds(7));
   CHECK_FALSE(c.stats);
@@ -243,6 +245,14 @@ TEST_CASE("valueRejectedByValidateIsLocated", "[config_file]") {
   PublisherConfig c;
   const std::string m = config_error_of([&] { read_publisher_config(f, c); });
   CHECK_THAT(m, Catch::Contains("validate.toml:3:1: publisher.ring_capacity: 1000 is not a power of two"));
+
+  // A prefetch as far as the ring, or further than 1024 slots, is refused naming both keys' values.
+  ConfigFile p("[publisher]\nring_capacity = 16\nprefetch_ahead = 16\n", "prefetch.toml");
+  CHECK_THAT(config_error_of([&] { read_publisher_config(p, c); }),
+             Catch::Contains("prefetch.toml:3:1: publisher.prefetch_ahead: 16 is not 0, or 1 to 1024 and less than ring_capacity 16"));
+  ConfigFile q("[publisher]\nprefetch_ahead = 2048\n", "prefetch.toml");
+  CHECK_THAT(config_error_of([&] { read_publisher_config(q, c); }),
+             Catch::Contains("publisher.prefetch_ahead: 2048 is not 0"));
 
   // A top-level key that validate() rejects is located at the top level.
   ConfigFile g("channel = \"\"\n", "top.toml");

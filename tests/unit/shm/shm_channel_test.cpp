@@ -335,6 +335,34 @@ TEST_CASE("sendTimeIsStampedOrPassedOnAsConfigured") {
   }
 }
 
+// The prefetch is a hint about a slot ahead, here one the subscriber has not read yet: every
+// tick still arrives, once and whole, from single publishes and batches, lap after lap.
+TEST_CASE("aPrefetchingPublisherDeliversEveryTickAcrossLaps") {
+  const auto ch = unique_channel("prefetch");
+  auto pc = pub_config(ch);
+  pc.ring_capacity = 8;
+  pc.prefetch_ahead = 7;
+  Publisher pub(pc);
+  Subscriber sub(sub_config(ch));
+  REQUIRE(wait_for_subscribers(pub, 1));
+  REQUIRE(sub.wait_active(1s));
+  std::vector<Tick> got;
+  std::uint64_t i = 0;
+  for (int lap = 0; lap < 20; ++lap) {
+    for (int k = 0; k < 5; ++k) REQUIRE(pub.publish(payload(i++)).ok());
+    const std::vector<Tick> two{payload(i), payload(i + 1)};
+    i += 2;
+    REQUIRE(pub.publish(std::span<const Tick>(two)).published == 2);
+    (void)sub.poll([&](const Tick& t) { got.push_back(t); });
+  }
+  REQUIRE(got.size() == i);
+  for (std::uint64_t k = 0; k < i; ++k) {
+    CHECK(got[k].seq == k + 1);
+    CHECK(got[k].order_ref == k);
+    CHECK(payload_ok(got[k]));
+  }
+}
+
 TEST_CASE("aMovedPublisherGoesOnPublishingOnItsChannel") {
   const auto ch = unique_channel("moved");
   Publisher first(pub_config(ch));
