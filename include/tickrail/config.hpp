@@ -121,8 +121,8 @@ struct TICKRAIL_API PublisherConfig {
   bool stamp_send_time = true;                // overwrite Tick::send_ts with Clock::now()
   // shm: each tick published also asks the CPU for the slot this many ahead, for writing (0:
   // not). A publisher that runs ahead of a subscriber on another core then finds its next slots
-  // already its own: 2.3 times the throughput in the slow core-to-core state, 7% on a ping-pong
-  // there (BENCHMARKS.md, issue 17, session 30). 0 or less than ring_capacity, at most 1024.
+  // already its own: twice the throughput in the slow core-to-core state, and a ping-pong 1-7%
+  // slower (BENCHMARKS.md, issue 17, session 30). 0 or less than ring_capacity, at most 1024.
   std::uint32_t prefetch_ahead = 0;
   bool lock_memory = false;                   // mlock the rings (needs RLIMIT_MEMLOCK)
   std::chrono::milliseconds conductor_period{5};  // liveness checks, heartbeats
