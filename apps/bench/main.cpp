@@ -353,8 +353,10 @@ using bench::Channel;
 // off, `unstamped` for throughput (spsc_queue carries an unstamped tick, so the headline
 // tickrail figure comes from a channel that does not stamp send times either: the stamp's
 // LFENCE;RDTSC costs more than moving the tick; the stamped rate is printed too), and
-// `prefetching`, the same with PublisherConfig::prefetch_ahead (kPrefetchAhead). --state on
-// or both puts the table on `main`, `off` and `unstamped`; both adds their twins without it.
+// `prefetching`, the same with PublisherConfig::prefetch_ahead (kPrefetchAhead), the two in turns
+// (its conductor thread, asleep, is one more on the hosts' cores). --state on
+// or both puts the table on `main`, `off`, `unstamped` and `prefetching` (which then publishes out
+// of line); both adds twins without it to the first three.
 // The latency rounds over layouts make a channel of `config` or `pingpong` for each run.
 struct Channels {
   PublisherConfig config;
@@ -548,8 +550,18 @@ void run_round(const Options& o, int r, Channels& ch, boost::lockfree::spsc_queu
     res.r_pp_stats.push_back(pp / l.pingpong_off);
   }
   const double a = spsc_throughput_round(o, q);
-  const double b = tickrail_throughput_round(o, ch.unstamped->pub, ch.unstamped->sub, ch.table_mix());
-  const double b_pf = tickrail_throughput_round(o, ch.prefetching->pub, ch.prefetching->sub, ch.table_mix());
+  double b = 0, b_pf = 0;
+  const auto plain = [&] { b = tickrail_throughput_round(o, ch.unstamped->pub, ch.unstamped->sub, ch.table_mix()); };
+  const auto prefetching = [&] {
+    b_pf = tickrail_throughput_round(o, ch.prefetching->pub, ch.prefetching->sub, ch.table_mix());
+  };
+  if ((r & 1) == 0) {
+    plain();
+    prefetching();
+  } else {
+    prefetching();
+    plain();
+  }
   const double slow = tickrail_slow_round(o, ch.unstamped->pub, ch.unstamped->sub);
   const double drain = tickrail_drain_round(o, ch.big->pub, ch.big->sub, Channels::kDrainRing);
   res.tp_slow.push_back(slow);

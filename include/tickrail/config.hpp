@@ -119,10 +119,11 @@ struct TICKRAIL_API PublisherConfig {
   std::uint32_t max_subscribers = 8;          // 1..kMaxSubscribers
   std::uint32_t ring_capacity = 16384;        // slots per subscriber ring, power of two
   bool stamp_send_time = true;                // overwrite Tick::send_ts with Clock::now()
-  // shm: each tick published also asks the CPU for the slot this many ahead, for writing (0:
-  // not). A publisher that runs ahead of a subscriber on another core then finds its next slots
-  // already its own: twice the throughput in the slow core-to-core state, and a ping-pong 1-7%
-  // slower (BENCHMARKS.md, issue 17, session 30). 0 or less than ring_capacity, at most 1024.
+  // shm only (RC and UD ignore it): each tick published also asks the CPU for the slot this many
+  // ahead, for writing (0: not). A publisher that runs ahead of a subscriber on another core then
+  // finds its next slots already its own: twice the throughput in the slow core-to-core state. A
+  // ping-pong read 1-7% slower in one batch of a scratch build (BENCHMARKS.md, issue 17, session
+  // 30). 0, or 1 to 1024 and less than ring_capacity.
   std::uint32_t prefetch_ahead = 0;
   bool lock_memory = false;                   // mlock the rings (needs RLIMIT_MEMLOCK)
   std::chrono::milliseconds conductor_period{5};  // liveness checks, heartbeats

@@ -89,7 +89,7 @@ ShmPublisher::ShmPublisher(const PublisherConfig& config, const detail::Placemen
   lane_.generation = &generation_;
   lane_.rings = lane_rings_.data();
   lane_.stamp = config_.stamp_send_time;
-  lane_.prefetch = config_.prefetch_ahead;
+  lane_.prefetch = static_cast<std::uint16_t>(config_.prefetch_ahead);  // validated: at most 1024
   lane_.mask = mask_;
   lane_.published_seq = &status_->next_seq;
   lane_.counters = &counters_;

@@ -250,9 +250,17 @@ TEST_CASE("valueRejectedByValidateIsLocated", "[config_file]") {
   ConfigFile p("[publisher]\nring_capacity = 16\nprefetch_ahead = 16\n", "prefetch.toml");
   CHECK_THAT(config_error_of([&] { read_publisher_config(p, c); }),
              Catch::Contains("prefetch.toml:3:1: publisher.prefetch_ahead: 16 is not 0, or 1 to 1024 and less than ring_capacity 16"));
-  ConfigFile q("[publisher]\nprefetch_ahead = 2048\n", "prefetch.toml");
+  ConfigFile q("[publisher]\nring_capacity = 4096\nprefetch_ahead = 1025\n", "prefetch.toml");
   CHECK_THAT(config_error_of([&] { read_publisher_config(q, c); }),
-             Catch::Contains("publisher.prefetch_ahead: 2048 is not 0"));
+             Catch::Contains("publisher.prefetch_ahead: 1025 is not 0"));
+  for (const auto& [ring, ahead] : {std::pair{2048, 1024}, {16, 15}, {2, 1}}) {
+    ConfigFile ok("[publisher]\nring_capacity = " + std::to_string(ring) + "\nprefetch_ahead = " +
+                      std::to_string(ahead) + "\n",
+                  "prefetch.toml");
+    PublisherConfig accepted;
+    read_publisher_config(ok, accepted);
+    CHECK(accepted.prefetch_ahead == static_cast<std::uint32_t>(ahead));
+  }
 
   // A top-level key that validate() rejects is located at the top level.
   ConfigFile g("channel = \"\"\n", "top.toml");

@@ -335,8 +335,9 @@ TEST_CASE("sendTimeIsStampedOrPassedOnAsConfigured") {
   }
 }
 
-// The prefetch is a hint about a slot ahead, here one the subscriber has not read yet: every
-// tick still arrives, once and whole, from single publishes and batches, lap after lap.
+// A smoke test: the prefetch is a hint, which no test can see, about a slot ahead, here one the
+// subscriber has not read yet; every tick still arrives, once and whole, from single publishes
+// and batches, lap after lap.
 TEST_CASE("aPrefetchingPublisherDeliversEveryTickAcrossLaps") {
   const auto ch = unique_channel("prefetch");
   auto pc = pub_config(ch);
