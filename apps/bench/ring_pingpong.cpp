@@ -5,6 +5,8 @@
 //   ring            write_slot and RingReader (ring.hpp) alone: a tick out on one ring and back
 //                   on another, each credit in a line of its own; no Publisher, no Subscriber
 //   tickrail        Publisher and Subscriber over shared memory: two unstamped channels
+//   tickrail out    a tickrail channel out, a bare ring back: one direction of the ping-pong
+//   tickrail back   a bare ring out, a tickrail channel back: the other
 //   floor 1-way     tickrail-bench's one-way floor: a stamp and its number into a ring of lines,
 //                   2 us apart, timed on receipt (rounds.hpp)
 //   writer 1-way    write_slot as the sender, the floor's receiver reading the slots' stamps
@@ -12,7 +14,8 @@
 //   ring 1-way      the ring alone, one way: write_slot and RingReader
 //   tickrail 1-way  tickrail over shared memory, the same
 //
-// The one-way contenders take the path apart: writer and reader each put one side of tickrail's
+// The two halves say which direction carries the library's share of the ping-pong: its publish
+// on one side, its poll on the other. The one-way contenders take the path apart: writer and reader each put one side of tickrail's
 // ring in the floor's place, the ring both, tickrail adds Publisher and Subscriber to it. A lapped
 // receiver (away for a whole --ring) times one stamp with the floor's reader and up to a ring of
 // stale ones with a RingReader (rounds.hpp); at the default size that takes 8 ms away.
@@ -127,6 +130,54 @@ PublisherConfig run_config(const Options& o, bool stamp) {
   return pc;
 }
 
+// Half of tickrail's ping-pong: a tickrail channel one way (`H`: out or back), write_slot and a
+// RingReader the other, as ring_run's.
+enum class Half { out, back };
+
+template <Half H>
+double half_run(const Options& o, Layout layout) {
+  PublisherConfig pc = run_config(o, false);
+  Channel ch(pc, "subscriber of " + pc.channel);
+  bench::FreshMemory ring_memory(o.slots * sizeof(Slot)), credit_memory;
+  Slot* ring = ring_memory.make<Slot>(o.slots);
+  bench::Apart<RingReader> reader{RingReader(ring, o.slots, 1, &credit_memory.make<Line>()->v)};
+  const std::uint64_t mask = o.slots - 1;
+  Tick t{};
+  bench::Apart<std::uint64_t> seq{1};  // the echo's, on the bare ring back
+  if constexpr (H == Half::out) {
+    auto step = [&](std::uint64_t i) {
+      t.order_ref = i;
+      bench::publish_spinning(ch.pub, t);
+      bool answered = false;
+      while (!answered) {
+        if (reader.v.poll([&](const Tick& r) { answered = r.order_ref == i; }, 1) == 0) cpu_relax();
+      }
+    };
+    auto echo = [ring, mask, &ch, &seq] {
+      return ch.sub.poll(
+          [&](const Tick& r) {
+            write_slot(ring[seq.v & mask], r, seq.v, r.send_ts, false);
+            ++seq.v;
+          },
+          1);
+    };
+    return one_run(o, layout, step, echo);
+  } else {
+    auto step = [&](std::uint64_t i) {
+      t.order_ref = i;
+      write_slot(ring[i & mask], t, i, 0, false);
+      bool answered = false;
+      while (!answered) {
+        if (ch.sub.poll([&](const Tick& r) { answered = r.order_ref == i; }, 1) == 0) cpu_relax();
+      }
+    };
+    auto echo = [&reader, &ch] {
+      return reader.v.poll([&](const Tick& r) { bench::publish_spinning(ch.pub, r); }, 1);
+    };
+    return one_run(o, layout, step, echo);
+  }
+}
+
 double tickrail_ping_pong_run(const Options& o, Layout layout) {
   PublisherConfig pc = run_config(o, false);
   Channel out(pc, "subscriber of " + pc.channel);
@@ -198,13 +249,13 @@ double tickrail_one_way_run(const Options& o, Layout layout) {
   return one_way_run(o, layout, send, poll);
 }
 
-constexpr const char* kNames[] = {"floor",        "ring",         "tickrail",   "floor 1-way",
-                                  "writer 1-way", "reader 1-way", "ring 1-way", "tickrail 1-way"};
+constexpr const char* kNames[] = {"floor",        "ring",         "tickrail",   "tickrail out", "tickrail back",
+                                  "floor 1-way",  "writer 1-way", "reader 1-way", "ring 1-way", "tickrail 1-way"};
 constexpr double (*kRuns[])(const Options&, Layout) = {
-    &floor_run,          &ring_run,           &tickrail_ping_pong_run, &floor_one_way_run,
-    &writer_one_way_run, &reader_one_way_run, &ring_one_way_run,       &tickrail_one_way_run};
-constexpr int kContenders = 8;
-enum : int { kFloor, kRingPp, kTickrailPp, kFloor1, kWriter1, kReader1, kRing1, kTickrail1 };
+    &floor_run,          &ring_run,           &tickrail_ping_pong_run, &half_run<Half::out>, &half_run<Half::back>,
+    &floor_one_way_run,  &writer_one_way_run, &reader_one_way_run,     &ring_one_way_run,    &tickrail_one_way_run};
+constexpr int kContenders = 10;
+enum : int { kFloor, kRingPp, kTickrailPp, kOutPp, kBackPp, kFloor1, kWriter1, kReader1, kRing1, kTickrail1 };
 
 void print_runs(const char* name, const std::vector<double>& runs) {
   std::printf("    %-14s", name);
@@ -229,7 +280,7 @@ int run(const Options& o) {
               o.sender_cpu, o.receiver_cpu, static_cast<unsigned long long>(o.samples), 8 * (kShifts - 1),
               static_cast<unsigned long long>(o.slots), o.stats.c_str());
   std::vector<double> all[kContenders];
-  std::vector<double> ring_floor, lib_floor, lib_ring, lib1_ring1;
+  std::vector<double> ring_floor, lib_floor, lib_ring, out_ring, back_ring, lib1_ring1;
   std::vector<double> to_floor1[kContenders];  // one way: each contender / the one-way floor
   for (int r = 0; r < o.rounds; ++r) {
     std::vector<double> runs[kContenders];
@@ -250,6 +301,8 @@ int run(const Options& o) {
     ring_floor.push_back(m[kRingPp] / m[kFloor]);
     lib_floor.push_back(m[kTickrailPp] / m[kFloor]);
     lib_ring.push_back(m[kTickrailPp] / m[kRingPp]);
+    out_ring.push_back(m[kOutPp] / m[kRingPp]);
+    back_ring.push_back(m[kBackPp] / m[kRingPp]);
     for (int c = kWriter1; c <= kTickrail1; ++c) to_floor1[c].push_back(m[c] / m[kFloor1]);
     lib1_ring1.push_back(m[kTickrail1] / m[kRing1]);
   }
@@ -259,20 +312,22 @@ int run(const Options& o) {
     std::printf(" %s %.0f / %.1f / %.0f;", kNames[c], *lo, median(all[c]), *hi);
   }
   std::printf("\nmedians of per-round ratios of the rounds' medians:\n"
-              "  ping-pong RTT/2: ring/floor %.3f, tickrail/floor %.3f, tickrail/ring %.3f\n"
+              "  ping-pong RTT/2: ring/floor %.3f, tickrail/floor %.3f, tickrail/ring %.3f; "
+              "tickrail out only/ring %.3f, back only/ring %.3f\n"
               "  one way, to the one-way floor: writer %.3f, reader %.3f, ring %.3f, tickrail %.3f; "
               "tickrail/ring %.3f\n",
-              median(ring_floor), median(lib_floor), median(lib_ring), median(to_floor1[kWriter1]),
+              median(ring_floor), median(lib_floor), median(lib_ring), median(out_ring), median(back_ring),
+              median(to_floor1[kWriter1]),
               median(to_floor1[kReader1]), median(to_floor1[kRing1]), median(to_floor1[kTickrail1]),
               median(lib1_ring1));
   return 0;
 }
 
-// 64 slots (a page) to 65536 (4 MiB, past L2, as tickrail-bench's drain channel); a run longer
-// than its ring wraps it.
+// 8 slots (half a page: every line revisited within a few round trips, as the floor's) to 65536
+// (4 MiB, past L2, as tickrail-bench's drain channel); a run longer than its ring wraps it.
 std::vector<std::uint64_t> ring_sizes() {
   std::vector<std::uint64_t> sizes;
-  for (std::uint64_t n = 64; n <= 65536; n *= 2) sizes.push_back(n);
+  for (std::uint64_t n = 8; n <= 65536; n *= 2) sizes.push_back(n);
   return sizes;
 }
 

@@ -189,6 +189,12 @@ class TICKRAIL_API RingReader {
     }
   }
 
+  // Whether poll() would find anything: the tick it expects, or a lap. One acquire load of the
+  // slot's commit word, which poll() then reads again (from the same line, now in cache).
+  [[nodiscard]] bool has_next() const noexcept {
+    return ring_detail::load_acquire(slots_[next_ & mask_].words[kSeqWord]) >= next_;
+  }
+
   [[nodiscard]] std::uint64_t next_seq() const noexcept { return next_; }
   [[nodiscard]] std::uint64_t received() const noexcept { return received_; }
   [[nodiscard]] std::uint64_t lost() const noexcept { return lost_; }
