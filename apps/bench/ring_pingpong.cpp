@@ -15,9 +15,9 @@
 //   tickrail 1-way  tickrail over shared memory, the same
 //
 // The two halves say which direction carries the library's share of the ping-pong: its publish
-// on one side, its poll on the other. The one-way contenders take the path apart: writer and reader each put one side of tickrail's
-// ring in the floor's place, the ring both, tickrail adds Publisher and Subscriber to it. A lapped
-// receiver (away for a whole --ring) times one stamp with the floor's reader and up to a ring of
+// on one side, its poll on the other. The one-way contenders take the path apart: writer and
+// reader each put one side of tickrail's ring in the floor's place, the ring both, tickrail adds
+// Publisher and Subscriber to it. A lapped receiver (away for a whole --ring) times one stamp with the floor's reader and up to a ring of
 // stale ones with a RingReader (rounds.hpp); at the default size that takes 8 ms away.
 //
 // The same source can run in two modes on this kind of VM (BENCHMARKS.md, #17, session 19): one
@@ -37,6 +37,7 @@
 #include <cstdlib>
 #include <atomic>
 #include <cstdio>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -143,8 +144,8 @@ double half_run(const Options& o, Layout layout) {
   bench::Apart<RingReader> reader{RingReader(ring, o.slots, 1, &credit_memory.make<Line>()->v)};
   const std::uint64_t mask = o.slots - 1;
   Tick t{};
-  bench::Apart<std::uint64_t> seq{1};  // the echo's, on the bare ring back
   if constexpr (H == Half::out) {
+    bench::Apart<std::uint64_t> seq{1};  // the echo's, on the bare ring back
     auto step = [&](std::uint64_t i) {
       t.order_ref = i;
       bench::publish_spinning(ch.pub, t);
@@ -255,6 +256,7 @@ constexpr double (*kRuns[])(const Options&, Layout) = {
     &floor_run,          &ring_run,           &tickrail_ping_pong_run, &half_run<Half::out>, &half_run<Half::back>,
     &floor_one_way_run,  &writer_one_way_run, &reader_one_way_run,     &ring_one_way_run,    &tickrail_one_way_run};
 constexpr int kContenders = 10;
+static_assert(std::size(kNames) == kContenders && std::size(kRuns) == kContenders);
 enum : int { kFloor, kRingPp, kTickrailPp, kOutPp, kBackPp, kFloor1, kWriter1, kReader1, kRing1, kTickrail1 };
 
 void print_runs(const char* name, const std::vector<double>& runs) {
@@ -323,7 +325,7 @@ int run(const Options& o) {
   return 0;
 }
 
-// 8 slots (half a page: every line revisited within a few round trips, as the floor's) to 65536
+// 8 slots (512 bytes: every line revisited every 8 round trips, nearly as the floor's) to 65536
 // (4 MiB, past L2, as tickrail-bench's drain channel); a run longer than its ring wraps it.
 std::vector<std::uint64_t> ring_sizes() {
   std::vector<std::uint64_t> sizes;

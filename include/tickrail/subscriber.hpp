@@ -141,7 +141,8 @@ class TICKRAIL_API alignas(2 * kCacheLine) Subscriber {
  private:
   void start(const SubscriberConfig& config);  // counters, and the ring if already served
   std::size_t poll_indirect(detail::TickSink sink, std::size_t limit) noexcept;
-  // What an empty poll of a ring does besides finding it empty, as poll() does after delivering.
+  // The bookkeeping of a ring poll that found nothing: what poll() does after its ring's poll
+  // with n == 0 (the credit check said again here, not shared, to keep this path as measured).
   std::size_t poll_nothing() noexcept {
     if (probe_.on()) probe_.note_poll();
     const std::uint64_t next = ring_->next_seq();

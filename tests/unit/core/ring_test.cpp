@@ -152,6 +152,44 @@ TEST_CASE("garbageSequenceStillMakesProgress") {
   REQUIRE(reader.lost() == reader.next_seq() - 1);
 }
 
+// Subscriber::poll returns early when has_next() is false, so it must be true whenever poll()
+// would deliver or move, and false only where poll() would do nothing at all.
+TEST_CASE("hasNextIsFalseExactlyWhenAPollWouldDoNothing") {
+  Ring r(4);
+  RingReader reader(r.slots.data(), 4, 1, &r.credit);
+  const auto nothing_happens = [&] {
+    const std::uint64_t next = reader.next_seq(), lost = reader.lost();
+    return reader.poll([](const Tick&) {}, 10) == 0 && reader.next_seq() == next && reader.lost() == lost;
+  };
+  CHECK_FALSE(reader.has_next());  // never written
+  CHECK(nothing_happens());
+  r.write(1);
+  CHECK(reader.has_next());  // committed
+  REQUIRE(reader.poll([](const Tick&) {}, 10) == 1);
+  CHECK_FALSE(reader.has_next());  // slot 2 never written
+  r.write(2);
+  std::atomic_ref<std::uint64_t>(r.slots[2].words[kSeqWord]).store(0);  // being overwritten
+  CHECK_FALSE(reader.has_next());
+  CHECK(nothing_happens());
+  // A stale occupant (the last lap's tick): nothing new.
+  for (std::uint64_t s = 2; s <= 5; ++s) r.write(s);
+  REQUIRE(reader.poll([](const Tick&) {}, 10) == 4);  // 2..5
+  CHECK(reader.next_seq() == 6);
+  CHECK_FALSE(reader.has_next());  // slot 2 holds tick 2 of the last lap
+  CHECK(nothing_happens());
+  // Lapped: slot 2 holds tick 10, ahead of the 6 expected; a reader that stops at laps too.
+  for (std::uint64_t s = 6; s <= 10; ++s) r.write(s, true);
+  reader.stop_at_laps(true);
+  CHECK(reader.has_next());
+  REQUIRE(reader.poll([](const Tick&) {}, 10) == 0);
+  CHECK(reader.lapped());
+  reader.stop_at_laps(false);
+  reader.pass_lap();
+  CHECK(reader.has_next());
+  CHECK(reader.poll([](const Tick&) {}, 10) > 0);
+  CHECK_FALSE(reader.has_next());
+}
+
 TEST_CASE("ringCapacityValidation") {
   CHECK(is_valid_ring_capacity(2));
   CHECK(is_valid_ring_capacity(1024));
