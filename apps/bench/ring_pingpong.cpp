@@ -17,8 +17,9 @@
 // The two halves say which direction carries the library's share of the ping-pong: its publish
 // on one side, its poll on the other. The one-way contenders take the path apart: writer and
 // reader each put one side of tickrail's ring in the floor's place, the ring both, tickrail adds
-// Publisher and Subscriber to it. A lapped receiver (away for a whole --ring) times one stamp with the floor's reader and up to a ring of
-// stale ones with a RingReader (rounds.hpp); at the default size that takes 8 ms away.
+// Publisher and Subscriber to it. A lapped receiver (away for a whole --ring) times one stamp
+// with the floor's reader and up to a ring of stale ones with a RingReader (rounds.hpp); at the
+// default size that takes 8 ms away.
 //
 // The same source can run in two modes on this kind of VM (BENCHMARKS.md, #17, session 19): one
 // binary's ping-pong settles near one figure, another's, built from the same loop placed
