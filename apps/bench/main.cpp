@@ -353,16 +353,15 @@ using bench::Channel;
 // off, `unstamped` for throughput (spsc_queue carries an unstamped tick, so the headline
 // tickrail figure comes from a channel that does not stamp send times either: the stamp's
 // LFENCE;RDTSC costs more than moving the tick; the stamped rate is printed too), and
-// `prefetching`, the same with PublisherConfig::prefetch_ahead (kPrefetchAhead), the two in turns
-// (its conductor thread, asleep, is one more on the hosts' cores). --state on
-// or both puts the table on `main`, `off`, `unstamped` and `prefetching` (which then publishes out
-// of line); both adds twins without it to the first three.
+// `no_prefetch`, the same with PublisherConfig::prefetch_ahead 0 where the others take the
+// default, the two in turns (its conductor thread, asleep, is one more on the hosts' cores).
+// --state on or both puts the table on `main`, `off`, `unstamped` and `no_prefetch` (which then
+// publishes out of line); both adds twins without it to the first three.
 // The latency rounds over layouts make a channel of `config` or `pingpong` for each run.
 struct Channels {
   PublisherConfig config;
   PublisherConfig pingpong;  // unstamped, no table
-  std::optional<Channel> main, off, unstamped, prefetching;
-  static constexpr std::uint32_t kPrefetchAhead = 16;
+  std::optional<Channel> main, off, unstamped, no_prefetch;
   std::optional<Channel> state_off, unstamped_state_off;  // --state both: no table
   std::optional<bench::TickMix> mix;                      // the ticks of the table's channels
   std::optional<Channel> big;                             // the drain: a larger ring
@@ -387,10 +386,10 @@ struct Channels {
     c.channel += "-nostamp";
     c.stamp_send_time = false;
     unstamped.emplace(c, "unstamped channel's subscriber");
-    PublisherConfig pf = c;
-    pf.channel = config.channel + "-prefetch";
-    pf.prefetch_ahead = kPrefetchAhead;
-    prefetching.emplace(pf, "prefetching channel's subscriber");
+    PublisherConfig np = c;
+    np.channel = config.channel + "-noprefetch";
+    np.prefetch_ahead = 0;
+    no_prefetch.emplace(np, "no-prefetch channel's subscriber");
     if (o.state.state == "both") {
       const auto no_table = [](PublisherConfig p) {
         p.channel += "-nostate";
@@ -425,7 +424,7 @@ struct Channels {
 struct Results {
   Histogram floor, spsc, tickrail, pingpong, floor_one_way;
   std::vector<double> r_tr_one_way;  // tickrail one way / the one-way floor
-  std::vector<double> r_spsc, r_tr, r_pp, tp_spsc, tp_tr, tp_ratio, tp_stamped, tp_prefetch, tp_slow, drain;
+  std::vector<double> r_spsc, r_tr, r_pp, tp_spsc, tp_tr, tp_ratio, tp_stamped, tp_no_prefetch, tp_slow, drain;
   std::vector<double> ipt;
   std::vector<double> r_pp_stats;  // --stats both: ping-pong p50, counters on / off
   Histogram off;                          // --stats both: tickrail one way, counters off
@@ -550,16 +549,16 @@ void run_round(const Options& o, int r, Channels& ch, boost::lockfree::spsc_queu
     res.r_pp_stats.push_back(pp / l.pingpong_off);
   }
   const double a = spsc_throughput_round(o, q);
-  double b = 0, b_pf = 0;
+  double b = 0, b_np = 0;
   const auto plain = [&] { b = tickrail_throughput_round(o, ch.unstamped->pub, ch.unstamped->sub, ch.table_mix()); };
-  const auto prefetching = [&] {
-    b_pf = tickrail_throughput_round(o, ch.prefetching->pub, ch.prefetching->sub, ch.table_mix());
+  const auto no_prefetch = [&] {
+    b_np = tickrail_throughput_round(o, ch.no_prefetch->pub, ch.no_prefetch->sub, ch.table_mix());
   };
   if ((r & 1) == 0) {
     plain();
-    prefetching();
+    no_prefetch();
   } else {
-    prefetching();
+    no_prefetch();
     plain();
   }
   const double slow = tickrail_slow_round(o, ch.unstamped->pub, ch.unstamped->sub);
@@ -576,14 +575,14 @@ void run_round(const Options& o, int r, Channels& ch, boost::lockfree::spsc_queu
   res.tp_spsc.push_back(a);
   res.tp_tr.push_back(b);
   res.tp_stamped.push_back(b_st);
-  res.tp_prefetch.push_back(b_pf);
+  res.tp_no_prefetch.push_back(b_np);
   res.tp_ratio.push_back(b / a);
   std::printf("  round %2d: floor p50 %6.1f ns | spsc p50 %6.1f ns (%.2fx) | tickrail p50 %6.1f "
               "ns (%.2fx) | ping-pong p50 %6.1f ns (%.2fx)\n"
               "            throughput spsc %6.2f M/s, tickrail %6.2f M/s (%.2fx), "
-              "stamped %6.2f M/s, prefetching %6.2f M/s | slow receiver %6.2f M/s | drain %6.1f M/s\n",
+              "stamped %6.2f M/s, no prefetch %6.2f M/s | slow receiver %6.2f M/s | drain %6.1f M/s\n",
               r + 1, f, s, s / f, t, t / f, pp, pp / f, a / 1e6, b / 1e6, b / a, b_st / 1e6,
-              b_pf / 1e6, slow / 1e6, drain / 1e6);
+              b_np / 1e6, slow / 1e6, drain / 1e6);
   std::printf("            one-way floor p50 %6.1f ns, tickrail / it %.2fx | p50 over the %d layouts, ns: %s\n",
               l.floor_one_way, t / l.floor_one_way, o.layouts, l.spread.c_str());
   if (ch.state_off) {
@@ -630,9 +629,9 @@ void print_summary(const Results& res, bool both, std::uint64_t slow_ns) {
   }
   std::printf("throughput, median over rounds: spsc_queue %.2f M ticks/s, tickrail %.2f M ticks/s; "
               "tickrail/spsc %.2fx (median of per-round ratios); tickrail stamping send times "
-              "%.2f M ticks/s; with prefetch_ahead %u %.2f M ticks/s\n",
+              "%.2f M ticks/s; with prefetch_ahead 0 %.2f M ticks/s\n",
               median(res.tp_spsc) / 1e6, median(res.tp_tr) / 1e6, median(res.tp_ratio),
-              median(res.tp_stamped) / 1e6, Channels::kPrefetchAhead, median(res.tp_prefetch) / 1e6);
+              median(res.tp_stamped) / 1e6, median(res.tp_no_prefetch) / 1e6);
   if (both) {
     std::printf("live counters, on/off in the same rounds (median of per-round ratios): "
                 "p50 %.3f, ping-pong p50 %.3f, throughput %.3f\n",
@@ -665,7 +664,7 @@ nlohmann::json results_json(const Options& o, const Results& res, bool both) {
   j["throughput_ticks_per_s_median"] = {{"spsc_queue", median(res.tp_spsc)}, {"tickrail_shm", median(res.tp_tr)}};
   j["throughput_ratio_tickrail_to_spsc_median"] = median(res.tp_ratio);
   j["throughput_ticks_per_s_median"]["tickrail_shm_stamped"] = median(res.tp_stamped);
-  j["throughput_ticks_per_s_median"]["tickrail_shm_prefetch_ahead"] = median(res.tp_prefetch);
+  j["throughput_ticks_per_s_median"]["tickrail_shm_no_prefetch"] = median(res.tp_no_prefetch);
   j["stats"] = o.stats;
   if (both) {
     j["latency_ns"]["tickrail_shm_no_stats"] = to_json(summarize(res.off));

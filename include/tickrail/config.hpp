@@ -120,11 +120,11 @@ struct TICKRAIL_API PublisherConfig {
   std::uint32_t ring_capacity = 16384;        // slots per subscriber ring, power of two
   bool stamp_send_time = true;                // overwrite Tick::send_ts with Clock::now()
   // shm only (RC and UD ignore it): each tick published also asks the CPU for the slot this many
-  // ahead, for writing (0: not). A publisher that runs ahead of a subscriber on another core then
-  // finds its next slots already its own: twice the throughput in the slow core-to-core state. A
-  // ping-pong read 1-7% slower in one batch of a scratch build (BENCHMARKS.md, issue 17, session
-  // 30). 0, or 1 to 1024 and less than ring_capacity.
-  std::uint32_t prefetch_ahead = 0;
+  // ahead, for writing, at most half the ring ahead (0: not). A publisher that runs ahead of a
+  // subscriber on another core then finds its next slots already its own: 2.4 times the
+  // throughput in the slow core-to-core state, with the ping-pong and one way unchanged
+  // (BENCHMARKS.md, issue 17, session 32). 0 to 1024.
+  std::uint32_t prefetch_ahead = 16;
   bool lock_memory = false;                   // mlock the rings (needs RLIMIT_MEMLOCK)
   std::chrono::milliseconds conductor_period{5};  // liveness checks, heartbeats
   std::string shm_dir = "/dev/shm";  // where the channel's socket lives

@@ -100,10 +100,7 @@ void PublisherConfig::validate() const {
   if (!is_valid_ring_capacity(ring_capacity)) {
     bad("ring_capacity", std::to_string(ring_capacity) + " is not a power of two from 2 to 2^30");
   }
-  if (prefetch_ahead > 1024 || (prefetch_ahead != 0 && prefetch_ahead >= ring_capacity)) {
-    bad("prefetch_ahead", std::to_string(prefetch_ahead) + " is not 0, or 1 to 1024 and less than ring_capacity " +
-                              std::to_string(ring_capacity));
-  }
+  if (prefetch_ahead > 1024) bad("prefetch_ahead", std::to_string(prefetch_ahead) + " is outside 0..1024");
   if (conductor_period.count() <= 0 || conductor_period.count() > 1000) {
     bad("conductor_period_ms", std::to_string(conductor_period.count()) + " is outside 1..1000");
   }

@@ -246,14 +246,17 @@ TEST_CASE("valueRejectedByValidateIsLocated", "[config_file]") {
   const std::string m = config_error_of([&] { read_publisher_config(f, c); });
   CHECK_THAT(m, Catch::Contains("validate.toml:3:1: publisher.ring_capacity: 1000 is not a power of two"));
 
-  // A prefetch as far as the ring, or further than 1024 slots, is refused naming both keys' values.
-  ConfigFile p("[publisher]\nring_capacity = 16\nprefetch_ahead = 16\n", "prefetch.toml");
-  CHECK_THAT(config_error_of([&] { read_publisher_config(p, c); }),
-             Catch::Contains("prefetch.toml:3:1: publisher.prefetch_ahead: 16 is not 0, or 1 to 1024 and less than ring_capacity 16"));
+  // A prefetch further than 1024 slots is refused; one as far as the ring or further is taken
+  // (the publisher fetches at most half the ring ahead), so that a small ring needs no key but
+  // its own.
   ConfigFile q("[publisher]\nring_capacity = 4096\nprefetch_ahead = 1025\n", "prefetch.toml");
   CHECK_THAT(config_error_of([&] { read_publisher_config(q, c); }),
-             Catch::Contains("publisher.prefetch_ahead: 1025 is not 0"));
-  for (const auto& [ring, ahead] : {std::pair{2048, 1024}, {16, 15}, {2, 1}}) {
+             Catch::Contains("prefetch.toml:3:1: publisher.prefetch_ahead: 1025 is outside 0..1024"));
+  ConfigFile small("[publisher]\nring_capacity = 2\n", "prefetch.toml");
+  PublisherConfig defaulted;
+  read_publisher_config(small, defaulted);
+  CHECK(defaulted.prefetch_ahead == PublisherConfig{}.prefetch_ahead);
+  for (const auto& [ring, ahead] : {std::pair{2048, 1024}, {16, 16}, {2, 1024}, {2, 0}}) {
     ConfigFile ok("[publisher]\nring_capacity = " + std::to_string(ring) + "\nprefetch_ahead = " +
                       std::to_string(ahead) + "\n",
                   "prefetch.toml");

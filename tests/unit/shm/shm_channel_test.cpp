@@ -335,14 +335,17 @@ TEST_CASE("sendTimeIsStampedOrPassedOnAsConfigured") {
   }
 }
 
-// A smoke test: the prefetch is a hint, which no test can see, about a slot ahead, here one the
-// subscriber has not read yet; every tick still arrives, once and whole, from single publishes
-// and batches, lap after lap.
+// A smoke test: the prefetch is a hint, which no test can see, about a slot ahead (here at most
+// half of an 8-slot ring: 1024 and the default are cut to 4), one the subscriber may not have
+// read yet; every tick still arrives, once and whole, from single publishes and batches, lap
+// after lap.
 TEST_CASE("aPrefetchingPublisherDeliversEveryTickAcrossLaps") {
+  const std::uint32_t ahead = GENERATE(PublisherConfig{}.prefetch_ahead, 1024U, 3U, 0U);
+  INFO("prefetch_ahead " << ahead);
   const auto ch = unique_channel("prefetch");
   auto pc = pub_config(ch);
   pc.ring_capacity = 8;
-  pc.prefetch_ahead = 7;
+  pc.prefetch_ahead = ahead;
   Publisher pub(pc);
   Subscriber sub(sub_config(ch));
   REQUIRE(wait_for_subscribers(pub, 1));
