@@ -629,7 +629,7 @@ void print_summary(const Results& res, bool both, std::uint64_t slow_ns) {
   }
   std::printf("throughput, median over rounds: spsc_queue %.2f M ticks/s, tickrail %.2f M ticks/s; "
               "tickrail/spsc %.2fx (median of per-round ratios); tickrail stamping send times "
-              "%.2f M ticks/s; with prefetch_ahead 0 %.2f M ticks/s\n",
+              "%.2f M ticks/s; no prefetch (prefetch_ahead 0) %.2f M ticks/s\n",
               median(res.tp_spsc) / 1e6, median(res.tp_tr) / 1e6, median(res.tp_ratio),
               median(res.tp_stamped) / 1e6, median(res.tp_no_prefetch) / 1e6);
   if (both) {

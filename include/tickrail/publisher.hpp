@@ -62,7 +62,7 @@ struct PublishLane {
   const LaneRing* rings = nullptr;
   std::uint32_t n_rings = 0;
   bool stamp = false;  // PublisherConfig::stamp_send_time
-  std::uint16_t prefetch = 0;  // PublisherConfig::prefetch_ahead, at most half the ring
+  std::uint16_t prefetch = 0;  // PublisherConfig::prefetch_ahead, at most a quarter of the ring
   std::uint64_t mask = 0;
   std::atomic<std::uint64_t>* published_seq = nullptr;  // the channel's next_seq, for subscribers
   PublisherCounters* counters = nullptr;

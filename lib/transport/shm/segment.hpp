@@ -159,6 +159,13 @@ struct SharedMemory {
 // Throws config_error unless the name is 1..64 of [A-Za-z0-9_.-].
 void validate_channel_name(const std::string& channel);
 [[nodiscard]] std::size_t ring_bytes(std::uint64_t capacity) noexcept;
+// How far ahead the publisher prefetches slots for writing (PublisherConfig::prefetch_ahead):
+// at most a quarter of the ring, so that the slot fetched holds a tick three quarters of a ring
+// old or older, which a subscriber that keeps up has read, and never wraps onto the slot just
+// written; on a ring of two or three slots, none.
+[[nodiscard]] constexpr std::uint64_t prefetch_distance(std::uint64_t ahead, std::uint64_t capacity) noexcept {
+  return ahead < capacity / 4 ? ahead : capacity / 4;
+}
 [[nodiscard]] std::size_t control_bytes() noexcept;
 [[nodiscard]] std::size_t status_bytes() noexcept;
 [[nodiscard]] std::size_t table_bytes(std::size_t entry_bytes) noexcept;  // whole pages

@@ -6,7 +6,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -90,9 +89,8 @@ ShmPublisher::ShmPublisher(const PublisherConfig& config, const detail::Placemen
   lane_.generation = &generation_;
   lane_.rings = lane_rings_.data();
   lane_.stamp = config_.stamp_send_time;
-  // Validated: at most 1024. Never further than half the ring: a slot more than that ahead may
-  // still hold a tick the subscriber has yet to read, and fetching it would take it away.
-  lane_.prefetch = static_cast<std::uint16_t>(std::min<std::uint64_t>(config_.prefetch_ahead, capacity_ / 2));
+  // prefetch_ahead is validated: at most 1024.
+  lane_.prefetch = static_cast<std::uint16_t>(prefetch_distance(config_.prefetch_ahead, capacity_));
   lane_.mask = mask_;
   lane_.published_seq = &status_->next_seq;
   lane_.counters = &counters_;

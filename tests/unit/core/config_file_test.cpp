@@ -51,7 +51,7 @@ shm_dir = "/tmp"
 max_subscribers = 4
 ring_capacity = 1024
 stamp_send_time = false
-prefetch_ahead = 16
+prefetch_ahead = 32
 lock_memory = true
 conductor_period_ms = 7
 stats = false
@@ -89,7 +89,7 @@ address = "0.0.0.0"
   CHECK(c.max_subscribers == 4);
   CHECK(c.ring_capacity == 1024);
   CHECK_FALSE(c.stamp_send_time);
-  CHECK(c.prefetch_ahead == 16);
+  CHECK(c.prefetch_ahead == 32);
   CHECK(c.lock_memory);
   CHECK(c.conductor_period == std::chrono::milliseconds(7));
   CHECK_FALSE(c.stats);
@@ -252,10 +252,11 @@ TEST_CASE("valueRejectedByValidateIsLocated", "[config_file]") {
   ConfigFile q("[publisher]\nring_capacity = 4096\nprefetch_ahead = 1025\n", "prefetch.toml");
   CHECK_THAT(config_error_of([&] { read_publisher_config(q, c); }),
              Catch::Contains("prefetch.toml:3:1: publisher.prefetch_ahead: 1025 is outside 0..1024"));
+  STATIC_REQUIRE(PublisherConfig{}.prefetch_ahead == 16);
   ConfigFile small("[publisher]\nring_capacity = 2\n", "prefetch.toml");
   PublisherConfig defaulted;
   read_publisher_config(small, defaulted);
-  CHECK(defaulted.prefetch_ahead == PublisherConfig{}.prefetch_ahead);
+  CHECK(defaulted.prefetch_ahead == 16);
   for (const auto& [ring, ahead] : {std::pair{2048, 1024}, {16, 16}, {2, 1024}, {2, 0}}) {
     ConfigFile ok("[publisher]\nring_capacity = " + std::to_string(ring) + "\nprefetch_ahead = " +
                       std::to_string(ahead) + "\n",

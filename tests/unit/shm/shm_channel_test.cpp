@@ -335,10 +335,23 @@ TEST_CASE("sendTimeIsStampedOrPassedOnAsConfigured") {
   }
 }
 
+// How far ahead the publisher prefetches: as configured, but at most a quarter of the ring.
+TEST_CASE("thePrefetchDistanceIsAtMostAQuarterOfTheRing") {
+  CHECK(shm::prefetch_distance(16, 16384) == 16);
+  CHECK(shm::prefetch_distance(1024, 4096) == 1024);
+  CHECK(shm::prefetch_distance(1024, 2048) == 512);
+  CHECK(shm::prefetch_distance(16, 64) == 16);
+  CHECK(shm::prefetch_distance(16, 32) == 8);
+  CHECK(shm::prefetch_distance(16, 8) == 2);
+  CHECK(shm::prefetch_distance(16, 4) == 1);
+  CHECK(shm::prefetch_distance(16, 2) == 0);
+  CHECK(shm::prefetch_distance(0, 16384) == 0);
+}
+
 // A smoke test: the prefetch is a hint, which no test can see, about a slot ahead (here at most
-// half of an 8-slot ring: 1024 and the default are cut to 4), one the subscriber may not have
-// read yet; every tick still arrives, once and whole, from single publishes and batches, lap
-// after lap.
+// a quarter of an 8-slot ring: 1024 and the default are cut to 2), one the subscriber may not
+// have read yet; every tick still arrives, once and whole, from single publishes and batches,
+// lap after lap.
 TEST_CASE("aPrefetchingPublisherDeliversEveryTickAcrossLaps") {
   const std::uint32_t ahead = GENERATE(PublisherConfig{}.prefetch_ahead, 1024U, 3U, 0U);
   INFO("prefetch_ahead " << ahead);
