@@ -37,6 +37,9 @@ std::unique_ptr<detail::SubscriberTransport> attach(const SubscriberConfig& conf
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + config.attach_timeout;
   config.validate();  // every other key's error before the cpus are looked at
+  // The library's logger is made on first use, its queue and thread in milliseconds: made now,
+  // before the publisher can count us, and not between its first tick and our first poll.
+  (void)logger();
   const auto where =
       detail::Placement::for_endpoint(config.housekeeping_cpus, "subscriber '" + config.channel + "'");
   SubscriberConfig attempt = config;
@@ -83,19 +86,29 @@ bool detail::attach_worth_retrying(const std::error_code& e) noexcept {
          e == std::errc::connection_refused;
 }
 
-Subscriber::Subscriber(const SubscriberConfig& config) : impl_(attach(config, nullptr)) {
+namespace {
+stats::PollProbe probe_for(const SubscriberConfig& config) {
+  if (!config.stats) return {};
+  return stats::PollProbe(
+      stats::register_endpoint(stats::BlockKind::subscriber, config.transport, stats::endpoint_label(config)));
+}
+}  // namespace
+
+// The counters are registered before the attach (the first in a process makes the counters
+// file): once attached, the publisher may count us and publish, and our first poll should follow.
+Subscriber::Subscriber(const SubscriberConfig& config) : probe_(probe_for(config)) {
+  impl_ = attach(config, nullptr);
   start(config);
 }
 
 Subscriber::Subscriber(const SubscriberConfig& config, const std::function<void()>& between_attempts)
-    : impl_(attach(config, between_attempts ? &between_attempts : nullptr)) {
+    : probe_(probe_for(config)) {
+  impl_ = attach(config, between_attempts ? &between_attempts : nullptr);
   start(config);
 }
 
 void Subscriber::start(const SubscriberConfig& config) {
   if (config.stats) {
-    probe_ = stats::PollProbe(stats::register_endpoint(stats::BlockKind::subscriber, config.transport,
-                                                       stats::endpoint_label(config)));
     if (detail::WakeCounter* w = impl_->wakeups()) {
       w->attach(stats::thread_word(probe_.registration(), stats::SubCounter::background_wakeups));
     }

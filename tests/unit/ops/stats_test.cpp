@@ -24,6 +24,7 @@
 #include "core/process_identity.hpp"
 #include "tickrail/tools/stats_reader.hpp"
 #include "ops_test_util.hpp"
+#include "tickrail/error.hpp"
 #include "tickrail/failover.hpp"
 #include "tickrail/publisher.hpp"
 #include "tickrail/subscriber.hpp"
@@ -289,6 +290,28 @@ TEST_CASE("fileIsRemovedWhenTheLastEndpointOfTheProcessGoes") {
   CHECK_FALSE(file_exists(path));
   CHECK(stats::current_stat_path().empty());
   CHECK(scan_dir(d).empty());
+}
+
+// Its counters exist before it attaches: once attached, the publisher may count it and publish,
+// and making the process's counters file then would come between the first tick and the first
+// poll. A subscriber waiting for its channel shows as connecting, and leaves nothing if it gives up.
+TEST_CASE("aSubscriberWaitingForItsChannelIsShownConnectingAndLeavesNothingWhenItGivesUp") {
+  Dirs d;
+  const std::string ch = "statwait" + std::to_string(::getpid());
+  const std::string path = stats::stat_path(d.stat.path(), ::getpid());
+  SubscriberConfig c = sub_config(d, ch);
+  c.attach_timeout = 300ms;
+  bool seen = false;
+  const std::function<void()> between = [&] {
+    if (seen || !file_exists(path)) return;
+    const auto ps = scan_dir(d, false);
+    const auto* me = find_pid(ps, ::getpid());
+    const auto* s = me != nullptr ? find_kind(*me, stats::BlockKind::subscriber) : nullptr;
+    seen = s != nullptr && s->label == ch && s->state == stats::EndpointState::connecting;
+  };
+  CHECK_THROWS_AS([&] { Subscriber s(c, between); }(), Error);
+  CHECK(seen);
+  CHECK_FALSE(file_exists(path));
 }
 
 TEST_CASE("countersAreOffByConfigAndByEnvironment") {
