@@ -139,7 +139,9 @@ class TICKRAIL_API alignas(2 * kCacheLine) Subscriber {
   void close() noexcept;
 
  private:
-  void start(const SubscriberConfig& config);  // counters, and the ring if already served
+  // The transport's wakeups counted in our counters, and the ring if already served. noexcept:
+  // probe_ goes before impl_, whose thread counts into it.
+  void start(const SubscriberConfig& config) noexcept;
   std::size_t poll_indirect(detail::TickSink sink, std::size_t limit) noexcept;
   // The bookkeeping of a ring poll that found nothing: what poll() does after its ring's poll
   // with n == 0 (the credit check said again here, not shared, to keep this path as measured).

@@ -61,7 +61,8 @@ inline constexpr std::size_t kNameWords = 8;             // names: 64 bytes, NUL
 
 enum class BlockKind : std::uint32_t { free = 0, publisher = 1, subscriber = 2, failover = 3 };
 
-// One enum for every kind: publishers are open or closed, subscribers follow SubscriberState, a
+// One enum for every kind: publishers are open or closed, subscribers follow SubscriberState
+// (connecting from the start of their attach, before they reach the publisher), a
 // failover is active while a line is up and `publisher gone` while both are down.
 enum class EndpointState : std::uint32_t {
   open = 0,

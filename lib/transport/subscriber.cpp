@@ -36,12 +36,12 @@ std::unique_ptr<detail::SubscriberTransport> attach(const SubscriberConfig& conf
                                                     const std::function<void()>* between) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + config.attach_timeout;
-  config.validate();  // every other key's error before the cpus are looked at
-  // The library's logger is made on first use, its queue and thread in milliseconds: made now,
-  // before the publisher can count us, and not between its first tick and our first poll.
-  (void)logger();
   const auto where =
       detail::Placement::for_endpoint(config.housekeeping_cpus, "subscriber '" + config.channel + "'");
+  // The library's logger is made on first use, its queue and thread in milliseconds: made now
+  // (after the placement, which its thread follows), before the publisher can count us, and not
+  // between its first tick and our first poll.
+  (void)logger();
   SubscriberConfig attempt = config;
   for (;;) {
     try {
@@ -87,7 +87,10 @@ bool detail::attach_worth_retrying(const std::error_code& e) noexcept {
 }
 
 namespace {
+// First in the constructors: the config is checked before anything is made (every other key's
+// error before the cpus are looked at).
 stats::PollProbe probe_for(const SubscriberConfig& config) {
+  config.validate();
   if (!config.stats) return {};
   return stats::PollProbe(
       stats::register_endpoint(stats::BlockKind::subscriber, config.transport, stats::endpoint_label(config)));
@@ -107,7 +110,7 @@ Subscriber::Subscriber(const SubscriberConfig& config, const std::function<void(
   start(config);
 }
 
-void Subscriber::start(const SubscriberConfig& config) {
+void Subscriber::start(const SubscriberConfig& config) noexcept {
   if (config.stats) {
     if (detail::WakeCounter* w = impl_->wakeups()) {
       w->attach(stats::thread_word(probe_.registration(), stats::SubCounter::background_wakeups));
