@@ -252,7 +252,7 @@ TEST_CASE("valueRejectedByValidateIsLocated", "[config_file]") {
   ConfigFile q("[publisher]\nring_capacity = 4096\nprefetch_ahead = 1025\n", "prefetch.toml");
   CHECK_THAT(config_error_of([&] { read_publisher_config(q, c); }),
              Catch::Contains("prefetch.toml:3:1: publisher.prefetch_ahead: 1025 is outside 0..1024"));
-  STATIC_REQUIRE(PublisherConfig{}.prefetch_ahead == 16);
+  CHECK(PublisherConfig{}.prefetch_ahead == 16);
   ConfigFile small("[publisher]\nring_capacity = 2\n", "prefetch.toml");
   PublisherConfig defaulted;
   read_publisher_config(small, defaulted);
