@@ -67,7 +67,9 @@ def main() -> int:
     peer_addr = rig_peer.Peer.address()
     channel = f"late-join-{os.getpid()}"
     with tempfile.TemporaryDirectory(dir=os.path.dirname(peer.jobs)) as d:
-        cfg, pub_cfg = configs(d, peer_addr, 10.0)
+        # 30 s: the late joiner's snapshot over these guests' link took 0.3-9.3 s in CI runs, and
+        # a publisher_timeout of 10 s once gave it up (the snapshot waits that long for progress).
+        cfg, pub_cfg = configs(d, peer_addr, 30.0)
         replay_json = os.path.join(d, "replay.json")
         job = peer.submit("replay-state",
                           " ".join(["exec", args.replay, "-c", cfg, "-c", pub_cfg, "--channel", channel, "--book", "--state",
