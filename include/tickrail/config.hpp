@@ -120,9 +120,9 @@ struct TICKRAIL_API PublisherConfig {
   std::uint32_t ring_capacity = 16384;        // slots per subscriber ring, power of two
   bool stamp_send_time = true;                // overwrite Tick::send_ts with Clock::now()
   // shm only (RC and UD ignore it): each tick published also asks the CPU for the slot this many
-  // ahead, for writing, at most a quarter of the ring ahead (0: not). A publisher that runs ahead of a
-  // subscriber on another core then finds its next slots already its own: 2.4 times the
-  // throughput in the slow core-to-core state, with the ping-pong and one way unchanged
+  // ahead, for writing, at most a quarter of the ring ahead (0: not). A publisher that runs
+  // ahead of a subscriber on another core then finds its next slots already its own: 2.4 times
+  // the throughput in the slow core-to-core state, with the ping-pong and one way unchanged
   // (BENCHMARKS.md, issue 17, session 32). 0 to 1024.
   std::uint32_t prefetch_ahead = 16;
   bool lock_memory = false;                   // mlock the rings (needs RLIMIT_MEMLOCK)

@@ -99,10 +99,7 @@ stats::PollProbe probe_for(const SubscriberConfig& config) {
 
 // The counters are registered before the attach (the first in a process makes the counters
 // file): once attached, the publisher may count us and publish, and our first poll should follow.
-Subscriber::Subscriber(const SubscriberConfig& config) : probe_(probe_for(config)) {
-  impl_ = attach(config, nullptr);
-  start(config);
-}
+Subscriber::Subscriber(const SubscriberConfig& config) : Subscriber(config, std::function<void()>{}) {}
 
 Subscriber::Subscriber(const SubscriberConfig& config, const std::function<void()>& between_attempts)
     : probe_(probe_for(config)) {
